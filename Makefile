@@ -1,0 +1,52 @@
+# spanindex: `make index` builds the sample index and answers a search; `make test` runs the tests.
+# The Makefile makes its own virtual environment; nothing needs installing by hand.
+
+PYTHON ?= $(shell command -v python3.11 || command -v python3)
+VENV   := .venv
+BIN    := $(VENV)/bin
+INDEX  ?= build/sample-index
+QUERY  ?= How much is Growth plan overage per 1,000 API calls?
+
+export HF_HUB_OFFLINE := 1
+export TRANSFORMERS_OFFLINE := 1
+export TOKENIZERS_PARALLELISM := false
+
+.PHONY: all venv index reindex search test test-fast bench serve sample-corpus clean
+
+all: index
+
+venv: $(VENV)/.installed
+
+# torch first and pinned: that version is a CPU build; an unpinned torch pulls a CUDA build.
+$(VENV)/.installed: pyproject.toml constraints.txt
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet torch==2.13.0
+	$(BIN)/python -m pip install --quiet -c constraints.txt -e '.[test]'
+	touch $@
+
+index: venv
+	$(BIN)/spanindex build sample_corpus --index $(INDEX)
+	$(BIN)/spanindex search $(INDEX) "$(QUERY)" -k 3
+
+reindex: venv
+	$(BIN)/spanindex build sample_corpus --index $(INDEX)
+
+search: venv
+	$(BIN)/spanindex search $(INDEX) "$(QUERY)" -k 5
+
+test: venv
+	$(BIN)/python -m pytest
+
+test-fast: venv
+	$(BIN)/python -m pytest -m "not slow and not browser"
+
+bench: venv
+	$(BIN)/python -m benchmarks.run
+
+sample-corpus: venv
+	$(BIN)/python scripts/make_sample_corpus.py
+
+clean:
+	rm -rf $(VENV) build .pytest_cache .hypothesis test-artifacts *.egg-info
+	find . -name __pycache__ -type d -prune -exec rm -rf {} +

@@ -1,0 +1,1 @@
+"""Turning a corpus into an index: one module per stage (parse, chunk, embed, build)."""

@@ -1,0 +1,226 @@
+"""Cut document text into token windows whose offsets index it exactly.
+
+The document is tokenized once with the embedding model's own fast tokenizer;
+its offset mapping gives every token's character range. A cut may fall only
+between two words, and cuts prefer a paragraph break, then a sentence end,
+then a line break, then any word boundary.
+
+Cuts are anchored to the content, not counted from the start of the document:
+within the window of allowed cut positions the best boundary wins, and ties
+between boundaries of the same kind are broken by a hash of the text around
+each boundary. An edit therefore moves only the cuts near it; further on, the
+windows meet the same best boundaries again and the chunks come out
+identical, so their embeddings and citations survive a reindex.
+"""
+
+from __future__ import annotations
+
+import bisect
+import hashlib
+import re
+import zlib
+from dataclasses import dataclass
+
+import numpy as np
+
+from ingest.normalize import normalize
+from schemas.errors import ChunkerError
+from schemas.records import Chunk, ChunkerSettings, ParsedDocument
+
+# Boundary strengths (higher is a better place to cut).
+INSIDE_WORD = -1
+WORD = 0
+LINE = 1
+SENTENCE = 2
+PARAGRAPH = 3
+
+_SENTENCE_END = frozenset(".!?;:\u3002\uff01\uff1f\uff1b\u2026\u061f\u06d4\u0964")
+_CLOSERS = frozenset("\"')]}\u2019\u201d\u00bb\u300d\u300f")
+_PARAGRAPH_GAP = re.compile(r"\n[^\S\n]*\n|\f")
+
+
+@dataclass(frozen=True, slots=True)
+class ChunkSpan:
+    """A chunk before it has a document: ``doc_text[start:end]``."""
+
+    start: int
+    end: int
+    token_start: int
+    n_tokens: int  # tokens the model sees for the normalised text, special tokens included
+    embed_text: str  # the normalised text: what the model embeds
+
+
+def chunk_spans(doc_text: str, tokenizer, settings: ChunkerSettings) -> list[ChunkSpan]:
+    """Cut ``doc_text`` into spans of at most ``settings.max_tokens`` model tokens.
+
+    >>> from ingest.model import load_tokenizer, resolve_model
+    >>> tok = load_tokenizer(resolve_model())
+    >>> [s.start for s in chunk_spans("One. Two.\\n\\nThree.", tok, ChunkerSettings())]
+    [0]
+    """
+    budget = settings.max_tokens - 2  # [CLS] and [SEP]
+    if budget < 8:
+        raise ChunkerError(f"max_tokens {settings.max_tokens} is too small to hold any text")
+    if not 0 <= settings.overlap <= budget // 2:
+        raise ChunkerError(f"overlap {settings.overlap} must be between 0 and {budget // 2}")
+    encoding = tokenizer.encode(doc_text, add_special_tokens=False)
+    offsets = encoding.offsets
+    n = len(offsets)
+    if n == 0:
+        return []
+    scores = _boundary_scores(doc_text, offsets, encoding.word_ids)
+    word_start = scores >= 0  # token p begins a word (p == 0 included)
+    word_start[0] = True
+
+    spans: list[ChunkSpan] = []
+    shrunk: dict[int, int] = {}  # chunk start token -> lowered upper bound for its cut
+    s: int | None = 0
+    while s is not None:
+        plan = _plan_cuts(s, n, budget, settings.overlap, scores, word_start, shrunk)
+        texts = [doc_text[offsets[a][0] : offsets[p - 1][1]] for a, p in plan]
+        exact_cuts = [p - a if word_start[a] and (p == n or word_start[p]) else None for a, p in plan]
+        counts = _model_token_counts(texts, exact_cuts, tokenizer)
+        s = None if plan[-1][1] >= n else _next_start(plan[-1][1], plan[-1][0], settings.overlap, word_start)
+        for (a, p), text, (n_model, normalized) in zip(plan, texts, counts):
+            if n_model > settings.max_tokens and p - a > 1:
+                # Normalisation changed the count (rare: NFKC expansions); cut earlier.
+                shrunk[a] = a + max(1, (p - a) - (n_model - settings.max_tokens) - 1)
+                s = a
+                break
+            spans.append(ChunkSpan(offsets[a][0], offsets[p - 1][1], a, n_model, normalized))
+    return spans
+
+
+def _plan_cuts(s, n, budget, overlap, scores, word_start, shrunk) -> list[tuple[int, int]]:
+    """Token ranges [a, p) of the next chunks from token s, by raw token counts."""
+    plan = []
+    min_tokens = budget // 2
+    while len(plan) < _PLAN_AHEAD:
+        hi = shrunk.get(s, min(s + budget, n))
+        p = n if hi == n else _best_cut(scores, s + min(min_tokens, hi - s - 1), hi, s)
+        plan.append((s, p))
+        if p >= n:
+            return plan
+        s = _next_start(p, s, overlap, word_start)
+    return plan
+
+
+_PLAN_AHEAD = 64  # chunks measured per batch; a rare recount re-plans only these
+_JOINED_HYPHEN = re.compile(r"[-\u00ad\u2010\u2011][ \t]*[\r\n\f]")
+
+
+def _model_token_counts(
+    texts: list[str], raw_counts: list[int | None], tokenizer
+) -> list[tuple[int, str]]:
+    """(tokens the model sees, normalised text) per chunk text.
+
+    Where a chunk was cut between words and normalisation only collapses whitespace
+    (ASCII text, no line-end hyphen), WordPiece gives the raw count plus [CLS] and
+    [SEP]; the rest is tokenized again.
+    """
+    normalized = [embed_text(t) for t in texts]
+    counts = [0 if r is None else r + 2 for r in raw_counts]
+    recount = [
+        i
+        for i, t in enumerate(texts)
+        if raw_counts[i] is None or not t.isascii() or _JOINED_HYPHEN.search(t)
+    ]
+    if recount:
+        encodings = tokenizer.encode_batch([normalized[i] for i in recount])
+        for i, enc in zip(recount, encodings):
+            counts[i] = len(enc.ids)
+    return list(zip(counts, normalized))
+
+
+def _best_cut(scores: np.ndarray, lo: int, hi: int, s: int) -> int:
+    """The highest-scoring cut in [lo, hi]; a forced cut at hi when no word boundary exists."""
+    lo = max(lo, s + 1)
+    window = scores[lo : hi + 1]
+    best = int(np.argmax(window))
+    if window[best] < 0:
+        return hi
+    return lo + best
+
+
+def _next_start(cut: int, prev_start: int, overlap: int, word_start: np.ndarray) -> int:
+    start = cut - overlap
+    while start < cut and not word_start[start]:
+        start += 1
+    return max(start, prev_start + 1)
+
+
+def _boundary_scores(doc_text: str, offsets: list, word_ids: list) -> np.ndarray:
+    """Score of cutting before token p: strength in the high bits, a content hash below."""
+    n = len(offsets)
+    scores = np.full(n + 1, -1, dtype=np.int64)
+    shift = np.int64(1) << 32
+    for p in range(1, n):
+        prev_start, prev_end = offsets[p - 1]
+        next_start, next_end = offsets[p]
+        if word_ids[p] == word_ids[p - 1] and next_start == prev_end:
+            continue
+        gap = doc_text[prev_end:next_start]
+        if _PARAGRAPH_GAP.search(gap):
+            strength = PARAGRAPH
+        elif _ends_sentence(doc_text, prev_start, prev_end) and (gap or _is_cjk(doc_text[next_start])):
+            strength = SENTENCE
+        elif "\n" in gap or "\r" in gap:
+            strength = LINE
+        else:
+            strength = WORD
+        around = doc_text[prev_start:next_end].encode("utf-8")
+        scores[p] = strength * shift + zlib.crc32(around)
+    scores[n] = 0  # the end of the document, only ever chosen as the last cut
+    return scores
+
+
+def _ends_sentence(doc_text: str, tok_start: int, tok_end: int) -> bool:
+    last = doc_text[tok_end - 1]
+    if last in _CLOSERS and tok_end - tok_start == 1 and tok_start > 0:
+        last = doc_text[tok_start - 1]
+    return last in _SENTENCE_END
+
+
+def _is_cjk(char: str) -> bool:
+    return "\u3000" <= char <= "\u9fff" or "\uac00" <= char <= "\ud7af" or "\uf900" <= char <= "\ufaff"
+
+
+def make_chunks(doc: ParsedDocument, spans: list[ChunkSpan], first_vector_id: int = 0) -> list[Chunk]:
+    """Chunk records of one document, with pages where the document has them."""
+    page_starts = [p.start for p in doc.pages]
+    doc_version = doc.doc_version
+    chunks = []
+    for seq, span in enumerate(spans):
+        text = doc.text[span.start : span.end]
+        page_start = page_end = None
+        if page_starts:
+            page_start = doc.pages[max(0, bisect.bisect_right(page_starts, span.start) - 1)].page
+            page_end = doc.pages[max(0, bisect.bisect_right(page_starts, span.end - 1) - 1)].page
+        chunks.append(
+            Chunk(
+                chunk_id=f"{doc.doc_id}#tok:{span.token_start}",
+                doc_id=doc.doc_id,
+                doc_version=doc_version,
+                seq=seq,
+                start=span.start,
+                end=span.end,
+                text=text,
+                text_sha256=sha256_text(text),
+                token_start=span.token_start,
+                n_tokens=span.n_tokens,
+                page_start=page_start,
+                page_end=page_end,
+                vector_id=first_vector_id + seq,
+                embed_sha256=sha256_text(span.embed_text),
+            )
+        )
+    return chunks
+
+
+def embed_text(chunk_text: str) -> str:
+    """The string the model embeds for a chunk: its normalised text."""
+    return normalize(chunk_text)
+
+
+def sha256_text(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()

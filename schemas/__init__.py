@@ -1,0 +1,1 @@
+"""The contract: record types, Arrow schemas of the Parquet tables, errors."""

@@ -1,0 +1,77 @@
+"""The one error hierarchy of spanindex.
+
+Every error carries what is known of where it happened (document, page,
+offset) so a batch can report failures together and a CLI can map them to
+exit codes without parsing messages.
+"""
+
+from __future__ import annotations
+
+
+class SpanindexError(Exception):
+    """Root of every error spanindex raises on purpose.
+
+    >>> str(SpanindexError("bad thing", doc_id="a.pdf", page=3))
+    'a.pdf (page 3): bad thing'
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        doc_id: str | None = None,
+        page: int | None = None,
+        offset: int | None = None,
+    ) -> None:
+        super().__init__(message)
+        self.message = message
+        self.doc_id = doc_id
+        self.page = page
+        self.offset = offset
+
+    def __str__(self) -> str:
+        where = []
+        if self.page is not None:
+            where.append(f"page {self.page}")
+        if self.offset is not None:
+            where.append(f"offset {self.offset}")
+        head = self.doc_id or ""
+        if where:
+            head = f"{head} ({', '.join(where)})".strip()
+        return f"{head}: {self.message}" if head else self.message
+
+
+class DocumentError(SpanindexError):
+    """A document could not be turned into text; the batch carries on."""
+
+
+class CorruptDocumentError(DocumentError):
+    """The file is damaged or is not what its extension says."""
+
+
+class EncryptedDocumentError(DocumentError):
+    """The file needs a password."""
+
+
+class EncodingError(DocumentError):
+    """The bytes cannot be decoded as text in any plausible encoding."""
+
+
+class IndexFormatError(SpanindexError):
+    """An index (or one of its tables) is missing, damaged or of a format we do not know."""
+
+
+class IndexLockedError(SpanindexError):
+    """Another build holds the index lock."""
+
+
+class ChunkerError(SpanindexError):
+    """Chunker settings cannot be honoured (e.g. a limit above the model's)."""
+
+
+class ModelError(SpanindexError):
+    """The embedding model cannot be loaded offline or does not fit the index."""
+
+
+class AnswerFormatError(SpanindexError):
+    """An answer or citation file is not in a shape we accept."""

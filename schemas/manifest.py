@@ -1,0 +1,31 @@
+"""manifest.json: what a generation holds and how it was made."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+
+from schemas.errors import IndexFormatError
+from schemas.records import ChunkerSettings, Manifest
+from schemas.tables import FORMAT_VERSION
+
+
+def manifest_to_json(manifest: Manifest) -> str:
+    return json.dumps(dataclasses.asdict(manifest), indent=2, sort_keys=True, ensure_ascii=False) + "\n"
+
+
+def manifest_from_json(text: str, where: str = "manifest.json") -> Manifest:
+    """Parse a manifest, refusing a format version this spanindex does not read."""
+    try:
+        raw = json.loads(text)
+        if raw.get("format_version") != FORMAT_VERSION:
+            raise IndexFormatError(
+                f"{where}: format version {raw.get('format_version')!r}, this spanindex reads {FORMAT_VERSION}"
+            )
+        known = {f.name for f in dataclasses.fields(Manifest)}
+        fields = {k: v for k, v in raw.items() if k in known}
+        fields["chunker"] = ChunkerSettings(**raw["chunker"])
+        fields["warnings"] = tuple(raw.get("warnings", ()))
+        return Manifest(**fields)
+    except (ValueError, KeyError, TypeError) as exc:
+        raise IndexFormatError(f"{where}: unreadable manifest: {exc}") from exc

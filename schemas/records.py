@@ -1,0 +1,212 @@
+"""Typed records that flow through the pipeline and land in the index.
+
+Offsets are Unicode code points (Python ``str`` indices) into the document
+text, half-open, unless a field's name says otherwise.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass, field
+from enum import StrEnum
+
+import numpy as np
+
+
+class MediaType(StrEnum):
+    PDF = "application/pdf"
+    HTML = "text/html"
+    MARKDOWN = "text/markdown"
+    TEXT = "text/plain"
+
+
+class DocStatus(StrEnum):
+    OK = "ok"
+    EMPTY = "empty"  # the file holds no text at all (zero bytes, or only markup/whitespace)
+    NO_TEXT = "no_text"  # a PDF none of whose pages has a text layer (scanned, image-only)
+    ERROR = "error"  # could not be parsed; `error` says why
+
+
+class RunKind(StrEnum):
+    """How a run of document text relates to the HTML source it came from."""
+
+    TEXT = "text"  # source[src_start:src_end] == text[start:end]
+    ENTITY = "entity"  # a character reference: source range unescapes to the text
+    WHITESPACE = "whitespace"  # one space/newline standing for a run of source whitespace (collapsed, CRLF)
+    SYNTHETIC = "synthetic"  # a separator the parser inserted: empty source range
+
+
+def sha256_hex(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def doc_version_of(doc_text: str) -> str:
+    """The version of a document is the hash of its text.
+
+    >>> doc_version_of("")[:15]
+    'sha256:e3b0c442'
+    """
+    return "sha256:" + sha256_hex(doc_text.encode("utf-8"))
+
+
+@dataclass(frozen=True, slots=True)
+class PdfPage:
+    """One physical page: its slice of the document text and its displayed size."""
+
+    page: int  # 1-based
+    start: int  # the page's text is doc_text[start:end] (page separators excluded)
+    end: int
+    width: float  # points, as displayed (rotation applied, cropbox)
+    height: float
+    rotation: int
+    label: str  # printed page label, "" where the PDF defines none
+    has_text: bool
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class PdfCharRun:
+    """Real characters [start, end) on one line of one page, each with its glyph box.
+
+    ``glyph_boxes`` has shape (end - start, 4): x0, y0, x1, y1 in points, top-left
+    origin of the displayed page (rotation applied).
+    """
+
+    page: int
+    start: int
+    end: int
+    glyph_boxes: np.ndarray
+
+
+@dataclass(frozen=True, slots=True)
+class HtmlRun:
+    """doc_text[start:end] came from decoded_source[src_start:src_end]."""
+
+    start: int
+    end: int
+    src_start: int
+    src_end: int
+    kind: RunKind
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class ParsedDocument:
+    """What a parser produces: the document text and its map back to the artefact."""
+
+    doc_id: str
+    media_type: MediaType
+    text: str
+    title: str = ""
+    encoding: str | None = None  # of the source bytes, for text formats
+    pages: tuple[PdfPage, ...] = ()
+    char_runs: tuple[PdfCharRun, ...] = ()
+    html_runs: tuple[HtmlRun, ...] = ()
+    decoded_source: str | None = None  # HTML only: the source the runs index
+    warnings: tuple[str, ...] = ()
+
+    @property
+    def doc_version(self) -> str:
+        return doc_version_of(self.text)
+
+    @property
+    def n_pages(self) -> int:
+        return len(self.pages)
+
+    @property
+    def pages_without_text(self) -> int:
+        return sum(1 for p in self.pages if not p.has_text)
+
+
+@dataclass(frozen=True, slots=True)
+class DocumentRecord:
+    """One row of documents.parquet: every file the build saw, indexed or not."""
+
+    doc_id: str
+    doc_version: str  # "" when no text could be read
+    source_sha256: str
+    media_type: MediaType
+    n_chars: int
+    n_pages: int
+    title: str
+    encoding: str | None
+    status: DocStatus
+    error: str  # why the status is not ok; "" when ok
+    pages_without_text: int = 0
+    n_chunks: int = 0
+    source_bytes: int = 0
+    warning: str = ""  # recovered problems (charset lie, pages without text)
+
+
+@dataclass(frozen=True, slots=True)
+class Chunk:
+    """One row of chunks.parquet. ``text == doc_text[start:end]`` always."""
+
+    chunk_id: str  # f"{doc_id}#tok:{token_start}"
+    doc_id: str
+    doc_version: str
+    seq: int  # position of the chunk within its document
+    start: int
+    end: int
+    text: str
+    text_sha256: str
+    token_start: int  # index of the first token in the document's token stream
+    n_tokens: int  # tokens the model sees for this chunk, special tokens included
+    page_start: int | None
+    page_end: int | None
+    vector_id: int
+    embed_sha256: str  # hash of the normalised string that was embedded
+
+
+@dataclass(frozen=True, slots=True)
+class ChunkerSettings:
+    max_tokens: int = 256
+    overlap: int = 32
+    version: int = 1  # bump when boundaries would change for the same text
+
+
+@dataclass(frozen=True, slots=True)
+class Manifest:
+    """manifest.json of one generation."""
+
+    format_version: int
+    generation: str
+    created_at: str  # ISO 8601, UTC
+    model_id: str
+    model_dim: int
+    chunker: ChunkerSettings
+    normalizer_version: int
+    faiss_factory: str
+    n_documents: int
+    n_chunks: int
+    documents_by_status: dict[str, int] = field(default_factory=dict)
+    files: dict[str, str] = field(default_factory=dict)  # doc_id -> source sha256
+    table_sha256: dict[str, str] = field(default_factory=dict)  # file name -> sha256
+    parser_version: int = 1
+    model_path: str = ""  # where the model was loaded from (a local folder; never a hub)
+    warnings: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class SearchHit:
+    """One retrieved chunk: where it is, and its exact text."""
+
+    rank: int  # 1-based
+    score: float  # cosine similarity
+    chunk_id: str
+    doc_id: str
+    doc_version: str
+    start: int
+    end: int
+    page_start: int | None
+    page_end: int | None
+    text: str
+
+
+@dataclass(frozen=True, slots=True)
+class Rect:
+    """A highlight rectangle on a displayed page: points, top-left origin."""
+
+    page: int
+    x0: float
+    y0: float
+    x1: float
+    y1: float

@@ -1,0 +1,255 @@
+"""Arrow schemas of the Parquet tables: the on-disk contract.
+
+Column names are fixed (see DESIGN.md); columns may be added. Every file
+carries its table name and format version in the schema metadata, plus the
+embedding model id and dimension, and a reader refuses what it does not know.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import fields
+
+import numpy as np
+import pyarrow as pa
+
+from schemas.errors import IndexFormatError
+from schemas.records import (
+    Chunk,
+    DocumentRecord,
+    DocStatus,
+    HtmlRun,
+    MediaType,
+    PdfCharRun,
+    PdfPage,
+    RunKind,
+)
+
+FORMAT_VERSION = 1
+META_TABLE = b"spanindex.table"
+META_FORMAT = b"spanindex.format_version"
+META_MODEL = b"spanindex.model_id"
+META_DIM = b"spanindex.model_dim"
+
+DOCUMENTS = pa.schema(
+    [
+        ("doc_id", pa.string()),
+        ("doc_version", pa.string()),
+        ("source_sha256", pa.string()),
+        ("media_type", pa.string()),
+        ("n_chars", pa.int64()),
+        ("n_pages", pa.int32()),
+        ("title", pa.string()),
+        ("encoding", pa.string()),
+        ("status", pa.string()),
+        ("error", pa.string()),
+        ("pages_without_text", pa.int32()),
+        ("n_chunks", pa.int32()),
+        ("source_bytes", pa.int64()),
+        ("warning", pa.string()),
+    ]
+)
+
+CHUNKS = pa.schema(
+    [
+        ("chunk_id", pa.string()),
+        ("doc_id", pa.string()),
+        ("doc_version", pa.string()),
+        ("seq", pa.int32()),
+        ("start", pa.int64()),
+        ("end", pa.int64()),
+        ("text", pa.string()),
+        ("text_sha256", pa.string()),
+        ("token_start", pa.int32()),
+        ("n_tokens", pa.int32()),
+        ("page_start", pa.int32()),
+        ("page_end", pa.int32()),
+        ("vector_id", pa.int64()),
+        ("embed_sha256", pa.string()),
+    ]
+)
+
+PDF_CHARS = pa.schema(
+    [
+        ("doc_id", pa.string()),
+        ("doc_version", pa.string()),
+        ("page", pa.int32()),
+        ("start", pa.int64()),
+        ("end", pa.int64()),
+        ("boxes", pa.list_(pa.float32())),
+    ]
+)
+
+PDF_PAGES = pa.schema(
+    [
+        ("doc_id", pa.string()),
+        ("doc_version", pa.string()),
+        ("page", pa.int32()),
+        ("start", pa.int64()),
+        ("end", pa.int64()),
+        ("width", pa.float32()),
+        ("height", pa.float32()),
+        ("rotation", pa.int16()),
+        ("label", pa.string()),
+        ("has_text", pa.bool_()),
+    ]
+)
+
+HTML_MAP = pa.schema(
+    [
+        ("doc_id", pa.string()),
+        ("doc_version", pa.string()),
+        ("start", pa.int64()),
+        ("end", pa.int64()),
+        ("src_start", pa.int64()),
+        ("src_end", pa.int64()),
+        ("kind", pa.string()),
+    ]
+)
+
+SCHEMAS: dict[str, pa.Schema] = {
+    "documents": DOCUMENTS,
+    "chunks": CHUNKS,
+    "pdf_chars": PDF_CHARS,
+    "pdf_pages": PDF_PAGES,
+    "html_map": HTML_MAP,
+}
+
+# Record type behind each table, and record field -> column where names differ.
+RECORD_TYPES: dict[str, tuple[type, dict[str, str]]] = {
+    "documents": (DocumentRecord, {}),
+    "chunks": (Chunk, {}),
+    "pdf_chars": (PdfCharRun, {"glyph_boxes": "boxes"}),
+    "pdf_pages": (PdfPage, {}),
+    "html_map": (HtmlRun, {}),
+}
+
+
+def with_metadata(table_name: str, model_id: str, model_dim: int) -> pa.Schema:
+    """The schema of a table as written: contract schema plus identifying metadata."""
+    return SCHEMAS[table_name].with_metadata(
+        {
+            META_TABLE: table_name.encode(),
+            META_FORMAT: str(FORMAT_VERSION).encode(),
+            META_MODEL: model_id.encode(),
+            META_DIM: str(model_dim).encode(),
+        }
+    )
+
+
+def check_schema(table_name: str, schema: pa.Schema, where: str = "") -> None:
+    """Refuse a file that is not this table in a format version we know."""
+    meta = schema.metadata or {}
+    if meta.get(META_TABLE) != table_name.encode():
+        raise IndexFormatError(f"{where or table_name}: not a spanindex {table_name} table")
+    version = meta.get(META_FORMAT, b"?").decode()
+    if version != str(FORMAT_VERSION):
+        raise IndexFormatError(
+            f"{where or table_name}: format version {version}, this spanindex reads {FORMAT_VERSION}"
+        )
+    missing = [f.name for f in SCHEMAS[table_name] if f.name not in schema.names]
+    if missing:
+        raise IndexFormatError(f"{where or table_name}: missing columns {missing}")
+
+
+def _column(values: list, arrow_type: pa.DataType) -> pa.Array:
+    return pa.array(values, type=arrow_type)
+
+
+def documents_table(records: Sequence[DocumentRecord]) -> pa.Table:
+    return _records_table(records, DOCUMENTS)
+
+
+def chunks_table(chunks: Sequence[Chunk]) -> pa.Table:
+    return _records_table(chunks, CHUNKS)
+
+
+def pdf_pages_table(doc_id: str, doc_version: str, pages: Sequence[PdfPage]) -> pa.Table:
+    return _records_table(pages, PDF_PAGES, doc_id=doc_id, doc_version=doc_version)
+
+
+def html_map_table(doc_id: str, doc_version: str, runs: Sequence[HtmlRun]) -> pa.Table:
+    return _records_table(runs, HTML_MAP, doc_id=doc_id, doc_version=doc_version)
+
+
+def pdf_chars_table(doc_id: str, doc_version: str, runs: Sequence[PdfCharRun]) -> pa.Table:
+    n = len(runs)
+    lengths = np.fromiter((4 * (r.end - r.start) for r in runs), dtype=np.int32, count=n)
+    offsets = np.zeros(n + 1, dtype=np.int32)
+    np.cumsum(lengths, out=offsets[1:])
+    flat = (
+        np.concatenate([r.glyph_boxes.reshape(-1) for r in runs]).astype(np.float32, copy=False)
+        if n
+        else np.zeros(0, dtype=np.float32)
+    )
+    boxes = pa.ListArray.from_arrays(pa.array(offsets), pa.array(flat, type=pa.float32()))
+    return pa.Table.from_arrays(
+        [
+            pa.array([doc_id] * n, pa.string()),
+            pa.array([doc_version] * n, pa.string()),
+            pa.array([r.page for r in runs], pa.int32()),
+            pa.array([r.start for r in runs], pa.int64()),
+            pa.array([r.end for r in runs], pa.int64()),
+            boxes,
+        ],
+        schema=PDF_CHARS,
+    )
+
+
+def _records_table(records: Sequence, schema: pa.Schema, **constants: str) -> pa.Table:
+    columns = []
+    for f in schema:
+        if f.name in constants:
+            columns.append(pa.array([constants[f.name]] * len(records), f.type))
+        else:
+            columns.append(_column([_plain(getattr(r, f.name)) for r in records], f.type))
+    return pa.Table.from_arrays(columns, schema=schema)
+
+
+def _plain(value):
+    # StrEnum is a str already; pyarrow wants the plain value.
+    return value.value if isinstance(value, (MediaType, DocStatus, RunKind)) else value
+
+
+def document_records(table: pa.Table) -> list[DocumentRecord]:
+    rows = table.select([f.name for f in DOCUMENTS]).to_pylist()
+    return [
+        DocumentRecord(
+            **{**row, "media_type": MediaType(row["media_type"]), "status": DocStatus(row["status"])}
+        )
+        for row in rows
+    ]
+
+
+def chunk_records(table: pa.Table) -> list[Chunk]:
+    return [Chunk(**row) for row in table.select([f.name for f in CHUNKS]).to_pylist()]
+
+
+def pdf_page_records(table: pa.Table) -> list[PdfPage]:
+    names = [f.name for f in fields(PdfPage)]
+    return [PdfPage(**row) for row in table.select(names).to_pylist()]
+
+
+def html_run_records(table: pa.Table) -> list[HtmlRun]:
+    names = [f.name for f in fields(HtmlRun)]
+    return [
+        HtmlRun(**{**row, "kind": RunKind(row["kind"])}) for row in table.select(names).to_pylist()
+    ]
+
+
+def pdf_char_runs(table: pa.Table) -> list[PdfCharRun]:
+    pages = table.column("page").to_pylist()
+    starts = table.column("start").to_pylist()
+    ends = table.column("end").to_pylist()
+    boxes = table.column("boxes").combine_chunks()
+    flat = boxes.values.to_numpy(zero_copy_only=False)
+    offsets = boxes.offsets.to_numpy()
+    return [
+        PdfCharRun(p, s, e, flat[offsets[i] : offsets[i + 1]].reshape(-1, 4))
+        for i, (p, s, e) in enumerate(zip(pages, starts, ends))
+    ]
+
+
+def concat(tables: Iterable[pa.Table], schema: pa.Schema) -> pa.Table:
+    tables = list(tables)
+    return pa.concat_tables(tables) if tables else schema.empty_table()

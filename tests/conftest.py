@@ -1,0 +1,74 @@
+"""Shared fixtures: the corpora, a tokenizer, and built indexes (real model and test model)."""
+
+from __future__ import annotations
+
+import os
+import shutil
+from pathlib import Path
+
+import pytest
+
+os.environ["HF_HUB_OFFLINE"] = "1"
+os.environ["TRANSFORMERS_OFFLINE"] = "1"
+os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+
+ROOT = Path(__file__).resolve().parent.parent
+SAMPLE_CORPUS = ROOT / "sample_corpus"
+SHARED_CORPUS = ROOT.parent / "shared" / "corpus"
+ARTIFACTS = ROOT / "test-artifacts"
+
+
+def shared_corpus_files(kind: str) -> list[Path]:
+    """Real-world files nobody here wrote; an empty list when the folder is absent."""
+    folder = SHARED_CORPUS / kind
+    return sorted(folder.iterdir()) if folder.is_dir() else []
+
+
+def sample_files(*suffixes: str) -> list[Path]:
+    return sorted(p for p in SAMPLE_CORPUS.rglob("*") if p.is_file() and p.suffix.lower() in suffixes and "bad" not in p.parts)
+
+
+def needs_shared_corpus() -> None:
+    if not SHARED_CORPUS.is_dir():
+        pytest.skip("../shared/corpus is absent")
+
+
+@pytest.fixture(scope="session")
+def tokenizer():
+    from ingest.model import load_tokenizer, resolve_model
+
+    return load_tokenizer(resolve_model())
+
+
+@pytest.fixture(scope="session")
+def real_embedder():
+    from ingest.embed import SentenceTransformerEmbedder
+
+    return SentenceTransformerEmbedder()
+
+
+@pytest.fixture(scope="session")
+def sample_index(tmp_path_factory, real_embedder) -> Path:
+    """sample_corpus/ built once with the real model (a copy: tests may not touch the original)."""
+    from ingest.build import BuildSettings, build_index
+
+    index_dir = tmp_path_factory.mktemp("sample-index")
+    build_index(SAMPLE_CORPUS, index_dir, BuildSettings(workers=2), embedder=real_embedder)
+    return index_dir
+
+
+@pytest.fixture(scope="session")
+def shared_index(tmp_path_factory) -> Path:
+    """../shared/corpus built once with the test embedder (the maps are what is tested)."""
+    needs_shared_corpus()
+    from ingest.build import BuildSettings, build_index
+    from ingest.embed import HashingEmbedder
+
+    index_dir = tmp_path_factory.mktemp("shared-index")
+    build_index(SHARED_CORPUS, index_dir, BuildSettings(workers=2), embedder=HashingEmbedder())
+    return index_dir
+
+
+def copy_corpus(src: Path, dst: Path) -> Path:
+    shutil.copytree(src, dst)
+    return dst

@@ -1,0 +1,125 @@
+"""Chunker invariants: exact slices, the model's token limit, boundaries, stability."""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from ingest.chunker import chunk_spans, make_chunks
+from schemas.records import ChunkerSettings, MediaType, ParsedDocument
+
+SMALL = ChunkerSettings(max_tokens=32, overlap=4)
+
+_PIECES = ["word", "Wort", "\u00e9t\u00e9", "\ufb01ne", "infra-\nstructure", "$0.12", "1,000", "\u65e5\u672c\u8a9e", "\u0645\u0631\u062d\u0628\u0627",
+           "\u05e9\u05dc\u05d5\u05dd", "e\u0301", "\u200b", "\r\n", "\n\n", ". ", "! ", " ", "\t", "\u00bd", "\U0001f600", "a" * 40, "\u3002"]
+documents = st.lists(st.one_of(st.sampled_from(_PIECES), st.text(max_size=6)), max_size=120).map("".join)
+
+
+def _check_invariants(text, spans, settings, tokenizer):
+    previous = None
+    for span in spans:
+        chunk_text = text[span.start : span.end]
+        assert chunk_text, "empty chunk"
+        assert chunk_text == chunk_text.strip(" \t\r\n\f"), "chunk starts or ends with a separator"
+        assert span.n_tokens <= settings.max_tokens
+        assert len(tokenizer.encode(span.embed_text).ids) == span.n_tokens
+        if previous is not None:
+            assert span.token_start > previous.token_start
+            assert span.start >= previous.start and span.end > previous.end
+        previous = span
+
+
+@settings(max_examples=150, deadline=None)
+@given(documents)
+def test_chunks_are_exact_slices_within_the_token_limit(tokenizer, text):
+    spans = chunk_spans(text, tokenizer, SMALL)
+    _check_invariants(text, spans, SMALL, tokenizer)
+
+
+@settings(max_examples=100, deadline=None)
+@given(documents)
+def test_every_token_of_the_document_is_in_some_chunk(tokenizer, text):
+    spans = chunk_spans(text, tokenizer, SMALL)
+    covered = [False] * len(text)
+    for span in spans:
+        for i in range(span.start, span.end):
+            covered[i] = True
+    for start, end in tokenizer.encode(text, add_special_tokens=False).offsets:
+        assert all(covered[start:end]), f"token {text[start:end]!r} at {start} in no chunk"
+
+
+def test_chunk_records_are_exact_slices_with_ids_and_pages(tokenizer):
+    text = "First page sentence. " * 60 + "\f" + "Second page words here. " * 60
+    split = text.index("\f")
+    from schemas.records import PdfPage
+
+    doc = ParsedDocument(
+        doc_id="a/b.pdf", media_type=MediaType.PDF, text=text,
+        pages=(PdfPage(1, 0, split, 612, 792, 0, "i", True), PdfPage(2, split + 1, len(text), 612, 792, 0, "1", True)),
+    )
+    chunks = make_chunks(doc, chunk_spans(text, tokenizer, ChunkerSettings(max_tokens=64, overlap=8)))
+    assert len({c.chunk_id for c in chunks}) == len(chunks)
+    for chunk in chunks:
+        assert chunk.text == text[chunk.start : chunk.end]
+        assert chunk.chunk_id == f"a/b.pdf#tok:{chunk.token_start}"
+        expected_first = 1 if chunk.start < split else 2
+        expected_last = 1 if chunk.end <= split else 2
+        assert (chunk.page_start, chunk.page_end) == (expected_first, expected_last)
+    assert {c.page_start for c in chunks} == {1, 2}
+
+
+def test_cuts_prefer_paragraph_breaks_over_sentences(tokenizer):
+    paragraphs = [" ".join(f"Sentence {p}.{s} talks about topic {p}." for s in range(6)) for p in range(12)]
+    text = "\n\n".join(paragraphs)
+    spans = chunk_spans(text, tokenizer, ChunkerSettings(max_tokens=128, overlap=0))
+    ends_at_paragraph = sum(text[s.end : s.end + 2] == "\n\n" or s.end == len(text) for s in spans)
+    assert ends_at_paragraph == len(spans)
+
+
+def test_cuts_fall_between_words(tokenizer):
+    text = " ".join(f"token{i}ization" for i in range(500))
+    for span in chunk_spans(text, tokenizer, ChunkerSettings(max_tokens=64, overlap=8)):
+        assert span.start == 0 or text[span.start - 1] == " "
+        assert span.end == len(text) or text[span.end] == " "
+
+
+def test_overlap_repeats_the_tail_of_the_previous_chunk(tokenizer):
+    text = " ".join(f"w{i}" for i in range(2000))
+    spans = chunk_spans(text, tokenizer, ChunkerSettings(max_tokens=64, overlap=16))
+    for a, b in zip(spans, spans[1:]):
+        assert b.start < a.end, "no overlap"
+
+
+def test_a_word_longer_than_a_chunk_is_cut_and_still_within_the_limit(tokenizer):
+    text = "start " + "x" * 5000 + " end"
+    spans = chunk_spans(text, tokenizer, ChunkerSettings(max_tokens=32, overlap=4))
+    assert all(s.n_tokens <= 32 for s in spans)
+    assert spans[-1].end == len(text)
+
+
+def test_settings_beyond_reason_are_refused(tokenizer):
+    from schemas.errors import ChunkerError
+
+    with pytest.raises(ChunkerError):
+        chunk_spans("text", tokenizer, ChunkerSettings(max_tokens=4, overlap=0))
+    with pytest.raises(ChunkerError):
+        chunk_spans("text", tokenizer, ChunkerSettings(max_tokens=64, overlap=40))
+
+
+def test_inserting_a_paragraph_keeps_most_chunks_identical(tokenizer):
+    rng = random.Random(7)
+    words = "alpha beta gamma delta epsilon zeta eta theta iota kappa lambda mu".split()
+    paragraphs = [
+        " ".join(" ".join(rng.choice(words) for _ in range(rng.randint(6, 18))).capitalize() + "." for _ in range(rng.randint(2, 7)))
+        for _ in range(300)
+    ]
+    before = "\n\n".join(paragraphs)
+    after = "\n\n".join(paragraphs[:3] + ["An inserted paragraph that was not there before. It has two sentences."] + paragraphs[3:])
+    settings_ = ChunkerSettings()
+    old = [before[s.start : s.end] for s in chunk_spans(before, tokenizer, settings_)]
+    new = {after[s.start : s.end] for s in chunk_spans(after, tokenizer, settings_)}
+    kept = sum(text in new for text in old) / len(old)
+    assert kept >= 0.9, f"only {kept:.0%} of chunks kept"

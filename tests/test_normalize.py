@@ -1,0 +1,83 @@
+"""The normaliser's index map: every normalised character points back into the original, in order."""
+
+from __future__ import annotations
+
+import unicodedata
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from ingest.normalize import normalize, normalize_with_map
+
+# Text that stresses the map: combining marks, CRLF, zero-width characters, RTL,
+# ligatures, soft hyphens, hyphenated line ends, curly quotes, astral characters.
+_SPECIAL = list(
+    "\u0301\u0308\u0327\r\n\t \u00a0\u200b\u200d\ufeff\u00ad\ufb01\ufb02\u2019\u201c\u201d"
+    "\u2014-\u05d0\u05d1\u0627\u0644\u202e\u00bd\u2460\uff21\u3000\u1100\u1161\u11a8\U0001f600"
+)
+texts = st.lists(
+    st.one_of(st.sampled_from(_SPECIAL), st.characters(codec="utf-8"), st.sampled_from(["a", "b", "-\n", " "])),
+    max_size=60,
+).map("".join)
+
+
+@settings(max_examples=400, deadline=None)
+@given(texts)
+def test_every_normalised_character_maps_inside_the_original_in_order(original):
+    n = normalize_with_map(original)
+    assert len(n.starts) == len(n.ends) == len(n.text)
+    if not n.text:
+        return
+    assert (n.starts >= 0).all() and (n.ends <= len(original)).all()
+    assert (n.starts < n.ends).all()
+    assert (n.starts[1:] >= n.starts[:-1]).all(), "starts go backwards"
+    assert (n.ends[1:] >= n.ends[:-1]).all(), "ends go backwards"
+
+
+@settings(max_examples=400, deadline=None)
+@given(texts)
+def test_fast_normalise_equals_the_mapped_one(original):
+    assert normalize(original) == normalize_with_map(original).text
+
+
+@settings(max_examples=300, deadline=None)
+@given(texts)
+def test_plain_ascii_characters_map_to_themselves(original):
+    n = normalize_with_map(original)
+    for i, char in enumerate(n.text):
+        if char.isascii() and char.isalnum() and n.ends[i] - n.starts[i] == 1:
+            source = original[n.starts[i]]
+            assert char == source or char in unicodedata.normalize("NFKC", source)
+
+
+@settings(max_examples=200, deadline=None)
+@given(texts)
+def test_normalising_twice_changes_nothing(original):
+    once = normalize(original)
+    assert normalize(once) == once
+
+
+def test_ligatures_expand_and_map_to_the_ligature_glyph():
+    n = normalize_with_map("the \ufb01nal \ufb02ow")
+    assert n.text == "the final flow"
+    assert n.original_span(4, 9) == (4, 8)  # "final" <- "ﬁnal"
+
+
+def test_end_of_line_hyphenation_is_joined_and_maps_across_the_break():
+    original = "the infra-\nstructure team"
+    n = normalize_with_map(original)
+    assert n.text == "the infrastructure team"
+    start, end = n.original_span(4, 18)
+    assert original[start:end] == "infra-\nstructure"
+
+
+def test_hyphen_before_a_number_is_kept():
+    assert normalize("pages 10-\n12") == "pages 10- 12"
+
+
+def test_quotes_dashes_spaces_and_invisibles_are_folded():
+    assert normalize("\u201cit\u2019s\u201d \u2014 a\u00a0b\u200b c\r\n\r\nd\u00ad") == "\"it's\" - a b c d"
+
+
+def test_decomposed_and_precomposed_accents_meet():
+    assert normalize("e\u0301te\u0301") == normalize("\u00e9t\u00e9") == "\u00e9t\u00e9"

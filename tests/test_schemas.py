@@ -1,0 +1,89 @@
+"""The record types and the Arrow schemas are one contract and must stay in step."""
+
+from __future__ import annotations
+
+import dataclasses
+import types
+import typing
+
+import numpy as np
+import pyarrow as pa
+import pytest
+
+from schemas import records
+from schemas.errors import IndexFormatError
+from schemas.manifest import manifest_from_json, manifest_to_json
+from schemas.records import ChunkerSettings, Manifest
+from schemas.tables import RECORD_TYPES, SCHEMAS, check_schema, with_metadata
+
+_ARROW_KIND = {
+    int: (pa.types.is_integer,),
+    float: (pa.types.is_floating,),
+    str: (pa.types.is_string,),
+    bool: (pa.types.is_boolean,),
+    np.ndarray: (pa.types.is_list,),
+}
+
+
+def _python_type(annotation: str) -> tuple[type, bool]:
+    hint = eval(annotation, vars(records))  # annotations are strings (from __future__)
+    optional = False
+    if isinstance(hint, types.UnionType) or typing.get_origin(hint) is typing.Union:
+        args = [a for a in typing.get_args(hint) if a is not type(None)]
+        optional = len(args) < len(typing.get_args(hint))
+        hint = args[0]
+    if isinstance(hint, type) and issubclass(hint, str):  # StrEnum columns are strings
+        hint = str
+    return hint, optional
+
+
+@pytest.mark.parametrize("table_name", sorted(RECORD_TYPES))
+def test_every_record_field_has_a_column_of_its_type(table_name):
+    record_type, renames = RECORD_TYPES[table_name]
+    schema = SCHEMAS[table_name]
+    for field in dataclasses.fields(record_type):
+        column = renames.get(field.name, field.name)
+        assert column in schema.names, f"{record_type.__name__}.{field.name} has no column in {table_name}"
+        python_type, _ = _python_type(field.type)
+        (is_kind,) = _ARROW_KIND[python_type]
+        assert is_kind(schema.field(column).type), f"{table_name}.{column}: {schema.field(column).type} vs {python_type}"
+
+
+@pytest.mark.parametrize("table_name", sorted(RECORD_TYPES))
+def test_every_column_comes_from_the_record_or_names_the_document(table_name):
+    record_type, renames = RECORD_TYPES[table_name]
+    produced = {renames.get(f.name, f.name) for f in dataclasses.fields(record_type)} | {"doc_id", "doc_version"}
+    assert set(SCHEMAS[table_name].names) <= produced
+
+
+def test_design_columns_are_present():
+    design = {
+        "documents": "doc_id doc_version source_sha256 media_type n_chars n_pages title encoding status error",
+        "chunks": "chunk_id doc_id doc_version seq start end text text_sha256 token_start n_tokens page_start page_end vector_id",
+        "pdf_chars": "doc_version page start end boxes",
+        "html_map": "doc_version start end src_start src_end kind",
+    }
+    for table, columns in design.items():
+        assert set(columns.split()) <= set(SCHEMAS[table].names), table
+
+
+def test_reader_refuses_unknown_format_version():
+    schema = with_metadata("chunks", "m", 4)
+    check_schema("chunks", schema)
+    newer = schema.with_metadata({**schema.metadata, b"spanindex.format_version": b"99"})
+    with pytest.raises(IndexFormatError, match="format version 99"):
+        check_schema("chunks", newer)
+    with pytest.raises(IndexFormatError, match="not a spanindex"):
+        check_schema("documents", schema)
+
+
+def test_manifest_round_trips_and_refuses_other_versions():
+    manifest = Manifest(
+        format_version=1, generation="000001", created_at="2026-12-02T00:00:00Z",
+        model_id="m", model_dim=4, chunker=ChunkerSettings(), normalizer_version=1,
+        faiss_factory="Flat", n_documents=1, n_chunks=2, files={"a.txt": "00"},
+        warnings=("w",),
+    )
+    assert manifest_from_json(manifest_to_json(manifest)) == manifest
+    with pytest.raises(IndexFormatError):
+        manifest_from_json(manifest_to_json(dataclasses.replace(manifest, format_version=2)))
