@@ -23,7 +23,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ingest.normalize import normalize
+from ingest.normalize import CONTROL_TO_SPACE, normalize
 from schemas.errors import ChunkerError
 from schemas.records import Chunk, ChunkerSettings, ParsedDocument
 
@@ -63,7 +63,9 @@ def chunk_spans(doc_text: str, tokenizer, settings: ChunkerSettings) -> list[Chu
         raise ChunkerError(f"max_tokens {settings.max_tokens} is too small to hold any text")
     if not 0 <= settings.overlap <= budget // 2:
         raise ChunkerError(f"overlap {settings.overlap} must be between 0 and {budget // 2}")
-    encoding = tokenizer.encode(doc_text, add_special_tokens=False)
+    # Control characters become spaces (one for one: offsets stay valid) as they do in the
+    # normalised text; BERT would delete them and glue "3\f1" into one word.
+    encoding = tokenizer.encode(doc_text.translate(CONTROL_TO_SPACE), add_special_tokens=False)
     offsets = encoding.offsets
     n = len(offsets)
     if n == 0:
@@ -74,38 +76,52 @@ def chunk_spans(doc_text: str, tokenizer, settings: ChunkerSettings) -> list[Chu
 
     spans: list[ChunkSpan] = []
     shrunk: dict[int, int] = {}  # chunk start token -> lowered upper bound for its cut
+    last_cut = 0  # token where the last accepted chunk ended
     s: int | None = 0
     while s is not None:
-        plan = _plan_cuts(s, n, budget, settings.overlap, scores, word_start, shrunk)
+        plan = _plan_cuts(s, last_cut, n, budget, settings.overlap, scores, word_start, shrunk)
         texts = [doc_text[offsets[a][0] : offsets[p - 1][1]] for a, p in plan]
         exact_cuts = [p - a if word_start[a] and (p == n or word_start[p]) else None for a, p in plan]
         counts = _model_token_counts(texts, exact_cuts, tokenizer)
         s = None if plan[-1][1] >= n else _next_start(plan[-1][1], plan[-1][0], settings.overlap, word_start)
-        for (a, p), text, (n_model, normalized) in zip(plan, texts, counts):
+        for (a, p), (n_model, normalized) in zip(plan, counts):
             if n_model > settings.max_tokens and p - a > 1:
-                # Normalisation changed the count (rare: NFKC expansions); cut earlier.
-                shrunk[a] = a + max(1, (p - a) - (n_model - settings.max_tokens) - 1)
-                s = a
+                # Normalisation changed the count (rare: NFKC expansions); cut earlier,
+                # but never back to where the previous chunk ended: then drop the overlap.
+                lowered = a + max(1, min(p - a - 1, (p - a) * settings.max_tokens // n_model))
+                if lowered <= last_cut < p:
+                    s = last_cut
+                else:
+                    shrunk[a] = lowered
+                    s = a
                 break
+            if n_model > settings.max_tokens:
+                normalized, n_model = _fit_embed_text(normalized, tokenizer, settings.max_tokens)
             spans.append(ChunkSpan(offsets[a][0], offsets[p - 1][1], a, n_model, normalized))
+            last_cut = p
     return spans
 
 
-def _plan_cuts(s, n, budget, overlap, scores, word_start, shrunk) -> list[tuple[int, int]]:
-    """Token ranges [a, p) of the next chunks from token s, by raw token counts."""
+def _plan_cuts(s, last_cut, n, budget, overlap, scores, word_start, shrunk) -> list[tuple[int, int]]:
+    """Token ranges [a, p) of the next chunks from token s, by raw token counts.
+
+    Every cut lies beyond the previous one, so no chunk is a tail of the one before.
+    """
     plan = []
     min_tokens = budget // 2
     while len(plan) < _PLAN_AHEAD:
         hi = shrunk.get(s, min(s + budget, n))
-        p = n if hi == n else _best_cut(scores, s + min(min_tokens, hi - s - 1), hi, s)
+        lo = max(s + min(min_tokens, hi - s - 1), last_cut + 1)
+        p = n if hi == n else _best_cut(scores, min(lo, hi), hi, s)
         plan.append((s, p))
         if p >= n:
             return plan
-        s = _next_start(p, s, overlap, word_start)
+        s, last_cut = _next_start(p, s, overlap, word_start), p
     return plan
 
 
 _PLAN_AHEAD = 64  # chunks measured per batch; a rare recount re-plans only these
+# Where normalisation may change the WordPiece count of ASCII text: a joined line-end hyphen.
 _JOINED_HYPHEN = re.compile(r"[-\u00ad\u2010\u2011][ \t]*[\r\n\f]")
 
 
@@ -115,8 +131,8 @@ def _model_token_counts(
     """(tokens the model sees, normalised text) per chunk text.
 
     Where a chunk was cut between words and normalisation only collapses whitespace
-    (ASCII text, no line-end hyphen), WordPiece gives the raw count plus [CLS] and
-    [SEP]; the rest is tokenized again.
+    (ASCII text without line-end hyphens or control characters), WordPiece gives the
+    raw count plus [CLS] and [SEP]; the rest is tokenized again.
     """
     normalized = [embed_text(t) for t in texts]
     counts = [0 if r is None else r + 2 for r in raw_counts]
@@ -130,6 +146,21 @@ def _model_token_counts(
         for i, enc in zip(recount, encodings):
             counts[i] = len(enc.ids)
     return list(zip(counts, normalized))
+
+
+def _fit_embed_text(normalized: str, tokenizer, max_tokens: int) -> tuple[str, int]:
+    """Shorten the embedded string of a one-token chunk that normalises past the limit.
+
+    The last resort for a single raw "word" that normalisation splits into more pieces
+    than a chunk may hold: the chunk keeps its exact text, the model sees a prefix of it
+    rather than truncating silently.
+    """
+    encoding = tokenizer.encode(normalized)
+    while len(encoding.ids) > max_tokens:
+        cut = encoding.offsets[max_tokens - 2][0]  # start of the first content token that does not fit
+        normalized = normalized[:cut].rstrip()
+        encoding = tokenizer.encode(normalized)
+    return normalized, len(encoding.ids)
 
 
 def _best_cut(scores: np.ndarray, lo: int, hi: int, s: int) -> int:

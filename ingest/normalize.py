@@ -36,12 +36,20 @@ _INVISIBLE = frozenset("\u00ad\u200b\u200c\u200d\u2060\ufeff")
 _MARKS = "[\u0300-\u036f\u1ab0-\u1aff\u1dc0-\u1dff\u20d0-\u20ff\ufe20-\ufe2f]"
 # A hyphen at a line end between letters: joined, the hyphen and the break vanish.
 _HYPHEN_BREAK = r"(?<=[^\W\d_])[-\u00ad\u2010\u2011][ \t]*(?:\r\n|\r|\n|\f)\s*(?=[^\W\d_])"
-# A non-ASCII character, or a letter carrying combining marks, with its marks: NFKC and tables.
-_CLUSTER = r"(?:[^\x00-\x7f]|[!-~](?=" + _MARKS + "))" + _MARKS + "*"
+_INVISIBLE_CLASS = "[\u00ad\u200b\u200c\u200d\u2060\ufeff]"
+_MARK_OR_INVISIBLE = f"(?:{_MARKS}|{_INVISIBLE_CLASS})"
+# A non-ASCII character, or a printable ASCII one followed by combining marks, with its
+# marks and any invisible characters among them (dropped before NFKC, so that marks they
+# separated are put in canonical order and normalising twice changes nothing).
+_CLUSTER = r"(?:[^\x00-\x7f]|[!-~](?=" + _MARK_OR_INVISIBLE + "))" + _MARK_OR_INVISIBLE + "*"
 
 # One pass splits the text into the pieces above and whitespace runs (collapsed to one
 # space); everything between matches is plain ASCII and is copied as is.
-_PIECES = re.compile(f"({_HYPHEN_BREAK})|(\\s+)|({_CLUSTER})")
+# Control characters are not text: they count as whitespace (BERT deletes them, which
+# would glue the words on either side together).
+_SPACE_RUN = r"[\s\x00-\x08\x0e-\x1b\x7f]+"
+CONTROL_TO_SPACE = {c: " " for c in [*range(0x00, 0x09), *range(0x0B, 0x20), 0x7F]}
+_PIECES = re.compile(f"({_HYPHEN_BREAK})|({_SPACE_RUN})|({_CLUSTER})")
 _HYPHEN_BREAK_RE = re.compile(_HYPHEN_BREAK)
 _CLUSTER_RE = re.compile(_CLUSTER)
 
@@ -65,10 +73,9 @@ class NormalizedText:
 
 
 def _fold(cluster: str) -> str:
-    folded = unicodedata.normalize("NFKC", cluster).translate(_QUOTES_AND_DASHES)
-    if any(c in _INVISIBLE for c in folded):
-        folded = "".join(c for c in folded if c not in _INVISIBLE)
-    return folded
+    if any(c in _INVISIBLE for c in cluster):
+        cluster = "".join(c for c in cluster if c not in _INVISIBLE)
+    return unicodedata.normalize("NFKC", cluster).translate(_QUOTES_AND_DASHES)
 
 
 def normalize_with_map(original: str) -> NormalizedText:
@@ -150,4 +157,4 @@ def normalize(original: str) -> str:
     text = _HYPHEN_BREAK_RE.sub("", original)
     if not text.isascii():
         text = _CLUSTER_RE.sub(lambda m: _fold(m.group()), text)
-    return " ".join(text.split())
+    return " ".join(text.translate(CONTROL_TO_SPACE).split())

@@ -16,8 +16,8 @@ import pyarrow as pa
 from schemas.errors import IndexFormatError
 from schemas.records import (
     Chunk,
-    DocumentRecord,
     DocStatus,
+    DocumentRecord,
     HtmlRun,
     MediaType,
     PdfCharRun,

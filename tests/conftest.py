@@ -58,6 +58,17 @@ def sample_index(tmp_path_factory, real_embedder) -> Path:
 
 
 @pytest.fixture(scope="session")
+def sample_index_test_model(tmp_path_factory) -> Path:
+    """sample_corpus/ built with the tiny test embedder: for tests about maps, not retrieval."""
+    from ingest.build import BuildSettings, build_index
+    from ingest.embed import HashingEmbedder
+
+    index_dir = tmp_path_factory.mktemp("sample-index-test-model")
+    build_index(SAMPLE_CORPUS, index_dir, BuildSettings(workers=2), embedder=HashingEmbedder())
+    return index_dir
+
+
+@pytest.fixture(scope="session")
 def shared_index(tmp_path_factory) -> Path:
     """../shared/corpus built once with the test embedder (the maps are what is tested)."""
     needs_shared_corpus()

@@ -13,7 +13,7 @@ from ingest.normalize import normalize, normalize_with_map
 # ligatures, soft hyphens, hyphenated line ends, curly quotes, astral characters.
 _SPECIAL = list(
     "\u0301\u0308\u0327\r\n\t \u00a0\u200b\u200d\ufeff\u00ad\ufb01\ufb02\u2019\u201c\u201d"
-    "\u2014-\u05d0\u05d1\u0627\u0644\u202e\u00bd\u2460\uff21\u3000\u1100\u1161\u11a8\U0001f600"
+    "\x00\x07\x7f\x0c\u2014-\u05d0\u05d1\u0627\u0644\u202e\u00bd\u2460\uff21\u3000\u1100\u1161\u11a8\U0001f600"
 )
 texts = st.lists(
     st.one_of(st.sampled_from(_SPECIAL), st.characters(codec="utf-8"), st.sampled_from(["a", "b", "-\n", " "])),

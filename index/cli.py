@@ -1,0 +1,51 @@
+"""`spanindex`: a thin shell over the library. It parses arguments, shows progress,
+prints results and maps errors to exit codes; the work happens in ingest/ and index/.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from index.cli_registry import COMMANDS, EXIT_ERROR, EXIT_LOCKED, EXIT_OK, EXIT_USAGE
+from schemas.errors import IndexLockedError, SpanindexError
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if not getattr(args, "run", None):
+        parser.print_help()
+        return EXIT_USAGE
+    try:
+        return args.run(args) or EXIT_OK
+    except IndexLockedError as exc:
+        print(f"spanindex: {exc}", file=sys.stderr)
+        return EXIT_LOCKED
+    except SpanindexError as exc:
+        print(f"spanindex: {exc}", file=sys.stderr)
+        return EXIT_ERROR
+    except KeyboardInterrupt:
+        print("spanindex: interrupted; the live generation is unchanged", file=sys.stderr)
+        return 130
+
+
+def build_parser() -> argparse.ArgumentParser:
+    # Importing the command modules registers their subcommands, in this order.
+    from index import cli_commands  # noqa: F401, I001
+
+    parser = argparse.ArgumentParser(
+        prog="spanindex",
+        description="An offset-preserving chunk index for retrieval-augmented generation.",
+    )
+    sub = parser.add_subparsers(title="commands", metavar="COMMAND")
+    for name, (configure, help_text, example) in COMMANDS.items():
+        p = sub.add_parser(
+            name,
+            help=help_text,
+            description=help_text,
+            epilog=f"example:\n  {example}",
+            formatter_class=argparse.RawDescriptionHelpFormatter,
+        )
+        configure(p)
+    return parser

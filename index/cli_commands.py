@@ -1,0 +1,183 @@
+"""Subcommands that build and inspect an index: build, search, stats, show."""
+
+from __future__ import annotations
+
+import argparse
+import collections
+import dataclasses
+import sys
+
+from index.cli_registry import EXIT_FAILURES, EXIT_OK, command, print_json
+
+
+@command("build", "Build or update the index of a corpus folder.", "spanindex build sample_corpus --index build/sample-index")
+def _build(p: argparse.ArgumentParser) -> None:
+    p.add_argument("corpus", help="folder of PDF, HTML, Markdown and text files")
+    p.add_argument("--index", required=True, help="index folder (created if missing)")
+    p.add_argument("--model", help="local sentence-transformers folder (default: packaged all-MiniLM-L6-v2)")
+    p.add_argument("--max-tokens", type=int, default=256, help="tokens per chunk, special tokens included (default 256)")
+    p.add_argument("--overlap", type=int, default=32, help="tokens shared by neighbouring chunks (default 32)")
+    p.add_argument("--faiss-factory", default="Flat", help="FAISS index_factory string, e.g. IVF1024,PQ48 or HNSW32 (default Flat)")
+    p.add_argument("--workers", type=int, default=0, help="parser processes (default: one per core)")
+    p.add_argument("--full", action="store_true", help="rebuild from scratch instead of reusing unchanged documents")
+    p.add_argument("--keep", type=int, default=3, help="generations to keep (default 3)")
+    p.add_argument("--keep-texts", action="store_true", help="keep every document text ever indexed")
+    p.add_argument("--max-file-mb", type=int, default=512, help="skip files larger than this (default 512)")
+    p.add_argument("--wait", action="store_true", help="wait for another build on this index instead of refusing")
+    p.add_argument("--strict", action="store_true", help="exit 1 when any document failed")
+    p.add_argument("--quiet", action="store_true", help="no progress bar")
+    p.add_argument("--verbose", action="store_true", help="print tracebacks of internal errors")
+    p.set_defaults(run=run_build)
+
+
+def run_build(args) -> int:
+    from tqdm import tqdm
+
+    from ingest.build import BuildSettings, build_index
+    from schemas.records import ChunkerSettings
+
+    settings = BuildSettings(
+        chunker=ChunkerSettings(max_tokens=args.max_tokens, overlap=args.overlap),
+        model=args.model,
+        faiss_factory=args.faiss_factory,
+        workers=args.workers,
+        full=args.full,
+        keep_generations=args.keep,
+        keep_texts=args.keep_texts,
+        max_file_mb=args.max_file_mb,
+        wait_for_lock=args.wait,
+    )
+    bar = None
+
+    def progress(event) -> None:
+        nonlocal bar
+        if args.quiet:
+            return
+        if bar is None:
+            bar = tqdm(total=event.total, unit="doc", file=sys.stderr, dynamic_ncols=True)
+        bar.set_postfix_str(event.doc_id[-40:], refresh=False)
+        bar.update(1)
+
+    report = build_index(args.corpus, args.index, settings, progress=progress)
+    if bar is not None:
+        bar.close()
+    statuses = ", ".join(f"{k} {v}" for k, v in sorted(report.by_status.items()))
+    print(f"generation {report.generation}: {report.n_files} documents ({statuses}) in {report.seconds:.1f} s")
+    print(
+        f"  documents: {report.added} added, {report.changed} changed, {report.removed} removed, "
+        f"{report.unchanged} unchanged"
+    )
+    print(f"  chunks: {report.chunks} ({report.chunks_embedded} embedded, {report.chunks_reused} reused)")
+    if report.full_reason and report.full_reason != "new index":
+        print(f"  full build: {report.full_reason}")
+    if report.skipped:
+        print(f"  skipped {len(report.skipped)} file(s) of unknown type: {', '.join(report.skipped[:5])}"
+              + (" ..." if len(report.skipped) > 5 else ""))
+    for warning in report.warnings:
+        print(f"  warning: {warning}")
+    if report.failures:
+        print(f"  {len(report.failures)} document(s) not indexed:")
+        width = max(len(d) for d, _, _ in report.failures)
+        for doc_id, status, reason in report.failures:
+            print(f"    {doc_id:<{width}}  {status:<8} {reason}")
+    if args.verbose:
+        for doc_id, trace in report.internal_errors:
+            print(f"--- internal error in {doc_id}:\n{trace}", file=sys.stderr)
+    return EXIT_FAILURES if args.strict and report.failures else EXIT_OK
+
+
+@command("search", "Retrieve the chunks nearest to a query.", 'spanindex search build/sample-index "overage price per API call" -k 5')
+def _search(p: argparse.ArgumentParser) -> None:
+    p.add_argument("index", help="index folder")
+    p.add_argument("query")
+    p.add_argument("-k", type=int, default=5, help="number of hits (default 5)")
+    p.add_argument("--json", action="store_true", help="one JSON array of hits")
+    p.set_defaults(run=run_search)
+
+
+def run_search(args) -> int:
+    import index
+
+    hits = index.open(args.index).search(args.query, args.k)
+    if args.json:
+        print_json([dataclasses.asdict(h) for h in hits])
+        return EXIT_OK
+    for hit in hits:
+        pages = ""
+        if hit.page_start is not None:
+            pages = f" p.{hit.page_start}" + (f"-{hit.page_end}" if hit.page_end != hit.page_start else "")
+        print(f"{hit.rank}. {hit.score:.3f}  {hit.chunk_id}  [{hit.start}:{hit.end}]{pages}")
+        snippet = " ".join(hit.text.split())
+        print(f"   {snippet[:200]}{'...' if len(snippet) > 200 else ''}")
+    return EXIT_OK
+
+
+@command("stats", "Summarise an index: documents by status and type, pages, characters, chunks.", "spanindex stats build/sample-index")
+def _stats(p: argparse.ArgumentParser) -> None:
+    p.add_argument("index", help="index folder")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(run=run_stats)
+
+
+def run_stats(args) -> int:
+    import index
+
+    idx = index.open(args.index)
+    docs = idx.documents()
+    stats = {
+        "generation": idx.generation.name,
+        "created_at": idx.manifest.created_at,
+        "model": f"{idx.manifest.model_id} ({idx.manifest.model_dim}-d)",
+        "faiss": idx.manifest.faiss_factory,
+        "documents": len(docs),
+        "by_status": dict(collections.Counter(d.status.value for d in docs)),
+        "by_media_type": dict(collections.Counter(d.media_type.value for d in docs)),
+        "pages": sum(d.n_pages for d in docs),
+        "pages_without_text": sum(d.pages_without_text for d in docs),
+        "characters": sum(d.n_chars for d in docs),
+        "chunks": idx.n_chunks,
+        "failures": {d.doc_id: d.error for d in docs if d.error},
+    }
+    if args.json:
+        print_json(stats)
+        return EXIT_OK
+    for key, value in stats.items():
+        if isinstance(value, dict):
+            print(f"{key}:")
+            for k, v in sorted(value.items()):
+                print(f"  {k}: {v}")
+        else:
+            print(f"{key}: {value}")
+    return EXIT_OK
+
+
+@command("show", "Show one chunk: its text, offsets, pages and glyph boxes or HTML source range.", 'spanindex show build/sample-index "pricing/rate-card.pdf#tok:0"')
+def _show(p: argparse.ArgumentParser) -> None:
+    p.add_argument("index", help="index folder")
+    p.add_argument("chunk_id")
+    p.add_argument("--boxes", action="store_true", help="every glyph box, not one rectangle per line")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(run=run_show)
+
+
+def run_show(args) -> int:
+    import index
+    from index.inspect import inspect_chunk
+
+    description = dataclasses.asdict(inspect_chunk(index.open(args.index), args.chunk_id, glyph_boxes=args.boxes))
+    if args.json:
+        print_json(description)
+        return EXIT_OK
+    for key, value in description.items():
+        if key == "text":
+            continue
+        if isinstance(value, list):
+            print(f"{key}: ({len(value)})")
+            for item in value:
+                print(f"  {item}")
+        else:
+            print(f"{key}: {value}")
+    print("text:")
+    print(description["text"])
+    return EXIT_OK
+

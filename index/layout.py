@@ -1,0 +1,122 @@
+"""Where things live inside an index folder, and how files are replaced safely.
+
+```
+INDEX/
+  CURRENT                 name of the live generation, replaced atomically
+  LOCK                    held by the one build running on this index
+  generations/<gen>/      one complete, immutable generation
+  texts/<hex>.txt         document texts by doc_version, shared by generations
+  sources/<sha256>.<ext>  original files by content hash (the viewer renders them)
+  sources/<sha256>.decoded.html   HTML sources as decoded: what src offsets index
+```
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+from schemas.errors import IndexFormatError
+
+CURRENT = "CURRENT"
+LOCK = "LOCK"
+TABLE_FILES = {
+    "documents": "documents.parquet",
+    "chunks": "chunks.parquet",
+    "pdf_chars": "pdf_chars.parquet",
+    "pdf_pages": "pdf_pages.parquet",
+    "html_map": "html_map.parquet",
+}
+MANIFEST = "manifest.json"
+FAISS_FILE = "vectors.faiss"
+VECTORS_FILE = "vectors.f32"  # raw float32 rows by vector_id: the embedding cache of the next build
+
+
+@dataclass(frozen=True, slots=True)
+class IndexPaths:
+    root: Path
+
+    @property
+    def current(self) -> Path:
+        return self.root / CURRENT
+
+    @property
+    def lock(self) -> Path:
+        return self.root / LOCK
+
+    @property
+    def generations(self) -> Path:
+        return self.root / "generations"
+
+    @property
+    def texts(self) -> Path:
+        return self.root / "texts"
+
+    @property
+    def sources(self) -> Path:
+        return self.root / "sources"
+
+    def generation(self, name: str) -> Path:
+        return self.generations / name
+
+    def text(self, doc_version: str) -> Path:
+        return self.texts / f"{version_hex(doc_version)}.txt"
+
+    def source(self, source_sha256: str, suffix: str) -> Path:
+        return self.sources / f"{source_sha256}{suffix.lower()}"
+
+    def decoded_source(self, source_sha256: str) -> Path:
+        return self.sources / f"{source_sha256}.decoded.html"
+
+
+def version_hex(doc_version: str) -> str:
+    algo, _, digest = doc_version.partition(":")
+    if algo != "sha256" or len(digest) != 64 or not all(c in "0123456789abcdef" for c in digest):
+        raise IndexFormatError(f"not a doc_version: {doc_version!r}")
+    return digest
+
+
+def read_current(paths: IndexPaths) -> str | None:
+    try:
+        name = paths.current.read_text(encoding="utf-8").strip()
+    except FileNotFoundError:
+        return None
+    return name or None
+
+
+def fsync_dir(path: Path) -> None:
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def fsync_file(path: Path) -> None:
+    with open(path, "rb") as f:
+        os.fsync(f.fileno())
+
+
+def atomic_write(path: Path, data: bytes) -> None:
+    """Write ``data`` so that ``path`` holds either the old or the new bytes, never a mixture."""
+    tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
+    with open(tmp, "wb") as f:
+        f.write(data)
+        f.flush()
+        os.fsync(f.fileno())
+    os.replace(tmp, path)
+    fsync_dir(path.parent)
+
+
+def write_once(path: Path, data: bytes) -> None:
+    """Content-addressed files: written once, atomically; an existing file is kept."""
+    if path.exists():
+        return
+    path.parent.mkdir(parents=True, exist_ok=True)
+    atomic_write(path, data)
+
+
+def publish(paths: IndexPaths, generation: str) -> None:
+    """Make ``generation`` the live one: one atomic rename of CURRENT."""
+    atomic_write(paths.current, (generation + "\n").encode("utf-8"))

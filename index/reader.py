@@ -1,0 +1,150 @@
+"""The index as a reader sees it: documents, chunks, texts and offset maps by id."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pyarrow as pa
+
+from index.layout import IndexPaths
+from index.store import Generation, open_generation, read_text_file
+from schemas.errors import IndexFormatError
+from schemas.records import (
+    Chunk,
+    DocumentRecord,
+    HtmlRun,
+    MediaType,
+    PdfCharRun,
+    PdfPage,
+    SearchHit,
+)
+from schemas.tables import (
+    CHUNKS,
+    chunk_records,
+    document_records,
+    html_run_records,
+    pdf_char_runs,
+    pdf_page_records,
+)
+
+
+class Index:
+    """A read-only view of one generation of an index folder.
+
+    >>> import index
+    >>> idx = index.open("build/sample-index")            # doctest: +SKIP
+    >>> idx.search("overage price per API call", k=3)[0].doc_id   # doctest: +SKIP
+    'pricing/rate-card.pdf'
+    """
+
+    def __init__(self, root: str | Path, generation: str | None = None) -> None:
+        self.paths = IndexPaths(Path(root))
+        self.generation: Generation = open_generation(self.paths, generation)
+        self.manifest = self.generation.manifest
+        self._chunk_rows: dict[str, int] | None = None
+        self._doc_rows: dict[str, int] | None = None
+        self._chunk_cache: dict[int, Chunk] = {}
+        self._embedder = None
+
+    # -- documents -----------------------------------------------------------
+
+    def documents(self) -> list[DocumentRecord]:
+        return document_records(self.generation.table("documents"))
+
+    def document(self, doc_id: str) -> DocumentRecord | None:
+        if self._doc_rows is None:
+            ids = self.generation.table("documents").column("doc_id").to_pylist()
+            self._doc_rows = {d: i for i, d in enumerate(ids)}
+        row = self._doc_rows.get(doc_id)
+        if row is None:
+            return None
+        return document_records(self.generation.table("documents").slice(row, 1))[0]
+
+    def doc_text(self, doc_version: str) -> str:
+        """The document text of a version; kept across generations for old citations."""
+        return read_text_file(self.paths.text(doc_version))
+
+    def has_text(self, doc_version: str) -> bool:
+        return self.paths.text(doc_version).is_file()
+
+    # -- chunks --------------------------------------------------------------
+
+    def chunk(self, chunk_id: str) -> Chunk | None:
+        """One chunk by id, read from its row alone (no table becomes Python objects)."""
+        if self._chunk_rows is None:
+            ids = self.generation.table("chunks", ["chunk_id"]).column("chunk_id").to_pylist()
+            self._chunk_rows = {c: i for i, c in enumerate(ids)}
+        row = self._chunk_rows.get(chunk_id)
+        return None if row is None else self._chunk_at(row)
+
+    def _chunk_at(self, row: int) -> Chunk:
+        chunk = self._chunk_cache.get(row)
+        if chunk is None:
+            table = self.generation.table("chunks")
+            chunk = Chunk(**{f.name: table.column(f.name)[row].as_py() for f in CHUNKS})
+            if len(self._chunk_cache) >= 4096:
+                self._chunk_cache.clear()
+            self._chunk_cache[row] = chunk
+        return chunk
+
+    def chunks_of(self, doc_id: str) -> list[Chunk]:
+        return chunk_records(self.generation.rows_of("chunks", doc_id))
+
+    @property
+    def n_chunks(self) -> int:
+        return self.generation.manifest.n_chunks
+
+    def chunk_at_vector(self, vector_id: int) -> Chunk:
+        # vector ids are assigned in row order: row == vector_id
+        return self._chunk_at(int(vector_id))
+
+    # -- offset maps ---------------------------------------------------------
+
+    def pdf_pages(self, doc_id: str) -> list[PdfPage]:
+        return pdf_page_records(self.generation.rows_of("pdf_pages", doc_id))
+
+    def pdf_char_runs(self, doc_id: str) -> list[PdfCharRun]:
+        return pdf_char_runs(self.generation.rows_of("pdf_chars", doc_id))
+
+    def pdf_char_table(self, doc_id: str) -> pa.Table:
+        return self.generation.rows_of("pdf_chars", doc_id)
+
+    def html_runs(self, doc_id: str) -> list[HtmlRun]:
+        return html_run_records(self.generation.rows_of("html_map", doc_id))
+
+    def decoded_source(self, doc_id: str) -> str:
+        doc = self._require(doc_id)
+        if doc.media_type is not MediaType.HTML:
+            raise IndexFormatError(f"{doc_id} is not an HTML document")
+        return read_text_file(self.paths.decoded_source(doc.source_sha256))
+
+    def source_path(self, doc_id: str) -> Path:
+        """The stored copy of the original file (what the viewer renders)."""
+        doc = self._require(doc_id)
+        return self.paths.source(doc.source_sha256, Path(doc_id).suffix)
+
+    def _require(self, doc_id: str) -> DocumentRecord:
+        doc = self.document(doc_id)
+        if doc is None:
+            raise IndexFormatError(f"{doc_id}: no such document in generation {self.generation.name}")
+        return doc
+
+    # -- search --------------------------------------------------------------
+
+    def search(self, query: str, k: int = 5) -> list[SearchHit]:
+        from index.search import search
+
+        return search(self, query, k)
+
+    def embedder(self):
+        """The model this index was built with (loaded once, on first search)."""
+        if self._embedder is None:
+            from index.search import load_embedder
+
+            self._embedder = load_embedder(self.manifest)
+        return self._embedder
+
+
+def open_index(root: str | Path, generation: str | None = None) -> Index:
+    """Open the live generation of the index at ``root`` (or a named one)."""
+    return Index(root, generation)

@@ -1,0 +1,47 @@
+"""After a new generation is live: retire old generations and unreferenced files.
+
+Texts and sources are shared by generations. One that no kept generation
+references is removed, unless --keep-texts asks to keep every text so that
+citations made against any old version can still be shown as they were.
+"""
+
+from __future__ import annotations
+
+import shutil
+
+from index.layout import IndexPaths, read_current, version_hex
+from index.store import Generation
+from schemas.errors import IndexFormatError
+
+
+def retire_generations(paths: IndexPaths, *, keep: int = 3, keep_texts: bool = False) -> list[str]:
+    """Remove all but the newest ``keep`` generations (the live one always stays)."""
+    live = read_current(paths)
+    names = sorted(p.name for p in paths.generations.iterdir() if p.name.isdigit())
+    kept = set(names[-max(keep, 1) :]) | ({live} if live else set())
+    retired = [n for n in names if n not in kept]
+    for name in retired:
+        shutil.rmtree(paths.generation(name), ignore_errors=True)
+    _collect_garbage(paths, sorted(kept), keep_texts)
+    return retired
+
+
+def _collect_garbage(paths: IndexPaths, kept: list[str], keep_texts: bool) -> None:
+    if keep_texts:
+        return  # every text and source stays, so any old citation can be shown as it was
+    texts, sources = set(), set()
+    for name in kept:
+        try:
+            documents = Generation(paths, name).table("documents", ["doc_version", "source_sha256"])
+        except IndexFormatError:
+            return  # cannot tell what is referenced: remove nothing
+        texts.update(version_hex(v) for v in documents.column("doc_version").to_pylist() if v)
+        sources.update(s for s in documents.column("source_sha256").to_pylist() if s)
+    if paths.texts.is_dir():
+        for path in paths.texts.glob("*.txt"):
+            if path.stem not in texts:
+                path.unlink(missing_ok=True)
+    if paths.sources.is_dir():
+        for path in paths.sources.iterdir():
+            if path.name.split(".", 1)[0] not in sources and not path.name.startswith("."):
+                path.unlink(missing_ok=True)

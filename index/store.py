@@ -1,0 +1,123 @@
+"""Open an index and read one generation of it.
+
+A reader resolves CURRENT once and then reads only that generation's files,
+which are never modified after they are published; a build running at the
+same time writes a new generation beside it. Tables are read on first use.
+"""
+
+from __future__ import annotations
+
+import functools
+import threading
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from index.layout import FAISS_FILE, MANIFEST, TABLE_FILES, VECTORS_FILE, IndexPaths, read_current
+from schemas.errors import IndexFormatError
+from schemas.manifest import manifest_from_json
+from schemas.records import Manifest
+from schemas.tables import check_schema
+
+
+class Generation:
+    """One immutable generation: manifest, tables, vectors, FAISS."""
+
+    def __init__(self, paths: IndexPaths, name: str) -> None:
+        self.paths = paths
+        self.name = name
+        self.dir = paths.generation(name)
+        manifest_path = self.dir / MANIFEST
+        try:
+            text = manifest_path.read_bytes().decode("utf-8")
+        except FileNotFoundError:
+            raise IndexFormatError(f"{self.dir}: generation has no manifest") from None
+        self.manifest: Manifest = manifest_from_json(text, str(manifest_path))
+        self._tables: dict[str, pa.Table] = {}
+        self._slices: dict[str, dict[str, tuple[int, int]]] = {}
+        self._lock = threading.Lock()
+        self._faiss = None
+
+    def table(self, name: str, columns: list[str] | None = None) -> pa.Table:
+        """A whole table (cached), or some columns of it (not cached)."""
+        if columns is None and name in self._tables:
+            return self._tables[name]
+        path = self.dir / TABLE_FILES[name]
+        try:
+            parquet = pq.ParquetFile(path, memory_map=True)
+        except FileNotFoundError:
+            raise IndexFormatError(f"{path}: table missing") from None
+        check_schema(name, parquet.schema_arrow, str(path))
+        table = parquet.read(columns=columns)
+        if columns is None:
+            with self._lock:
+                self._tables[name] = table
+        return table
+
+    def doc_slices(self, name: str) -> dict[str, tuple[int, int]]:
+        """doc_id -> (first row, row count) of a table whose rows are grouped by document."""
+        if name not in self._slices:
+            doc_ids = self.table(name).column("doc_id").to_pylist()
+            slices: dict[str, tuple[int, int]] = {}
+            first = 0
+            for i in range(1, len(doc_ids) + 1):
+                if i == len(doc_ids) or doc_ids[i] != doc_ids[first]:
+                    slices[doc_ids[first]] = (first, i - first)
+                    first = i
+            self._slices[name] = slices
+        return self._slices[name]
+
+    def rows_of(self, name: str, doc_id: str) -> pa.Table:
+        first, count = self.doc_slices(name).get(doc_id, (0, 0))
+        return self.table(name).slice(first, count)
+
+    def vectors(self) -> np.ndarray:
+        """All vectors, row = vector_id (memory-mapped, read on touch)."""
+        path = self.dir / VECTORS_FILE
+        dim = self.manifest.model_dim
+        size = path.stat().st_size
+        if size % (4 * dim):
+            raise IndexFormatError(f"{path}: size {size} is not a whole number of {dim}-d vectors")
+        if size == 0:
+            return np.zeros((0, dim), dtype=np.float32)
+        return np.memmap(path, dtype=np.float32, mode="r", shape=(size // (4 * dim), dim))
+
+    def faiss(self):
+        if self._faiss is None:
+            import faiss
+
+            self._faiss = faiss.read_index(str(self.dir / FAISS_FILE))
+        return self._faiss
+
+
+def open_generation(paths: IndexPaths, name: str | None = None) -> Generation:
+    """The named generation, or the live one.
+
+    A build may replace CURRENT and retire old generations between our reading
+    CURRENT and opening its folder; reading CURRENT again then finds the new one.
+    """
+    for _ in range(5):
+        live = name or read_current(paths)
+        if live is None:
+            raise IndexFormatError(f"{paths.root}: no index here (no CURRENT); run `spanindex build` first")
+        try:
+            return Generation(paths, live)
+        except IndexFormatError:
+            if name is not None or read_current(paths) == live:
+                raise
+    raise IndexFormatError(f"{paths.root}: CURRENT keeps changing; is a build looping?")
+
+
+@functools.lru_cache(maxsize=64)
+def _read_text(path: Path) -> str:
+    # Bytes, not read_text(): universal newlines would turn CRLF into LF and shift offsets.
+    return path.read_bytes().decode("utf-8")
+
+
+def read_text_file(path: Path) -> str:
+    try:
+        return _read_text(path)
+    except FileNotFoundError:
+        raise IndexFormatError(f"{path}: stored text missing") from None

@@ -1,0 +1,111 @@
+"""Parse one file of any supported type into a document record and its text.
+
+The one place that turns parser errors into document rows: a failure is a
+row with ``status=error`` and a reason, never an exception out of the batch.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass
+from pathlib import PurePosixPath
+
+from schemas.errors import DocumentError
+from schemas.records import DocStatus, DocumentRecord, MediaType, ParsedDocument
+
+PARSER_VERSION = 1  # bump when a parser would give other text for the same bytes
+
+SUFFIXES = {
+    ".pdf": MediaType.PDF,
+    ".html": MediaType.HTML,
+    ".htm": MediaType.HTML,
+    ".xhtml": MediaType.HTML,
+    ".md": MediaType.MARKDOWN,
+    ".markdown": MediaType.MARKDOWN,
+    ".txt": MediaType.TEXT,
+    ".text": MediaType.TEXT,
+}
+
+
+def media_type_of(doc_id: str) -> MediaType | None:
+    """The media type a file's name promises, or None for types we do not index.
+
+    >>> media_type_of("docs/Guide.MD")
+    <MediaType.MARKDOWN: 'text/markdown'>
+    """
+    return SUFFIXES.get(PurePosixPath(doc_id).suffix.lower())
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class ParseOutcome:
+    record: DocumentRecord
+    parsed: ParsedDocument | None  # None when the document could not be read
+
+
+def parse_document(source: bytes, doc_id: str, media_type: MediaType, max_bytes: int) -> ParseOutcome:
+    """Parse one file's bytes; every outcome, failures included, is a document record."""
+    base = dict(
+        doc_id=doc_id,
+        source_sha256=hashlib.sha256(source).hexdigest(),
+        media_type=media_type,
+        source_bytes=len(source),
+    )
+    if not source:
+        return ParseOutcome(_failed(base, DocStatus.EMPTY, "empty file (0 bytes)"), None)
+    if len(source) > max_bytes:
+        reason = f"file too large: {len(source):,} bytes, the limit is {max_bytes:,} (--max-file-mb)"
+        return ParseOutcome(_failed(base, DocStatus.ERROR, reason), None)
+    try:
+        parsed = _parser(media_type)(source, doc_id)
+    except DocumentError as exc:
+        return ParseOutcome(_failed(base, DocStatus.ERROR, exc.message), None)
+    return ParseOutcome(_parsed_record(base, parsed), parsed)
+
+
+def _parser(media_type: MediaType):
+    # Imported on use: a worker parsing only text files never loads PyMuPDF.
+    if media_type is MediaType.PDF:
+        from ingest.pdf import parse_pdf
+
+        return parse_pdf
+    if media_type is MediaType.HTML:
+        from ingest.html import parse_html
+
+        return parse_html
+    from ingest.text import parse_text
+
+    return lambda source, doc_id: parse_text(source, doc_id, media_type)
+
+
+def _failed(base: dict, status: DocStatus, reason: str) -> DocumentRecord:
+    return DocumentRecord(
+        **base,
+        doc_version="",
+        n_chars=0,
+        n_pages=0,
+        title="",
+        encoding=None,
+        status=status,
+        error=reason,
+    )
+
+
+def _parsed_record(base: dict, parsed: ParsedDocument) -> DocumentRecord:
+    status, error = DocStatus.OK, ""
+    if parsed.pages and parsed.pages_without_text == parsed.n_pages:
+        status = DocStatus.NO_TEXT
+        error = f"no text layer on any of its {parsed.n_pages} pages (scanned or image-only; OCR it first)"
+    elif not parsed.text.strip():
+        status, error = DocStatus.EMPTY, "no text"
+    return DocumentRecord(
+        **base,
+        doc_version=parsed.doc_version,
+        n_chars=len(parsed.text),
+        n_pages=parsed.n_pages,
+        title=parsed.title,
+        encoding=parsed.encoding,
+        status=status,
+        error=error,
+        pages_without_text=parsed.pages_without_text,
+        warning="; ".join(parsed.warnings),
+    )

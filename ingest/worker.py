@@ -1,0 +1,164 @@
+"""The work done for one file, in a worker process: read, hash, parse, chunk, store text.
+
+Workers never load torch: they need PyMuPDF, the HTML parser and the model's
+tokenizer only. What they return is compact (Arrow tables, not Python
+objects per glyph) so that shipping it to the embedding process is cheap.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import re
+import time
+import traceback
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pyarrow as pa
+
+from index.layout import IndexPaths, write_once
+from ingest.chunker import chunk_spans, make_chunks
+from ingest.model import ModelInfo, load_tokenizer
+from ingest.parse import parse_document
+from schemas.records import ChunkerSettings, DocStatus, DocumentRecord, MediaType, ParsedDocument
+from schemas.tables import chunks_table, html_map_table, pdf_chars_table, pdf_pages_table
+
+
+@dataclass(frozen=True, slots=True)
+class WorkerSettings:
+    model: ModelInfo
+    chunker: ChunkerSettings
+    index_root: Path
+    max_file_bytes: int
+
+
+@dataclass(frozen=True, slots=True)
+class FileJob:
+    path: Path
+    doc_id: str
+    media_type: MediaType
+    live_sha256: str | None  # the file's hash in the live generation, if it is there
+
+
+@dataclass(slots=True, eq=False)
+class DocResult:
+    doc_id: str
+    record: DocumentRecord | None  # None when unchanged: the build carries the old rows over
+    chunks: pa.Table | None = None  # vector_id holds seq until the build assigns real ids
+    embed_texts: list[str] = field(default_factory=list)
+    tables: dict[str, pa.Table] = field(default_factory=dict)
+    seconds: float = 0.0
+    internal_error: str = ""  # traceback of an unexpected failure (a bug, not bad input)
+
+    @property
+    def unchanged(self) -> bool:
+        return self.record is None
+
+
+_settings: WorkerSettings | None = None
+_tokenizer = None
+
+
+def init_worker(settings: WorkerSettings) -> None:
+    global _settings, _tokenizer
+    _settings = settings
+    _tokenizer = load_tokenizer(settings.model)
+
+
+def process_file(job: FileJob) -> DocResult:
+    """Everything about one file that does not need the model, as one result."""
+    assert _settings is not None, "init_worker was not called"
+    started = time.perf_counter()
+    try:
+        result = _process(job, _settings)
+    except Exception as exc:  # a parser bug must not end the batch; the traceback is kept
+        record = _error_record(job, f"internal error while parsing: {type(exc).__name__}: {exc}")
+        result = DocResult(job.doc_id, record, internal_error=traceback.format_exc())
+    result.seconds = time.perf_counter() - started
+    return result
+
+
+def crashed_result(job: FileJob) -> DocResult:
+    """The row of a file whose parser took its process down with it."""
+    return DocResult(job.doc_id, _error_record(job, "the parser crashed on this file (its worker process died)"))
+
+
+def _error_record(job: FileJob, reason: str) -> DocumentRecord:
+    return DocumentRecord(
+        doc_id=job.doc_id,
+        doc_version="",
+        source_sha256="",
+        media_type=job.media_type,
+        n_chars=0,
+        n_pages=0,
+        title="",
+        encoding=None,
+        status=DocStatus.ERROR,
+        error=reason,
+    )
+
+
+def _process(job: FileJob, settings: WorkerSettings) -> DocResult:
+    try:
+        source = job.path.read_bytes()
+    except OSError as exc:
+        return DocResult(job.doc_id, _error_record(job, f"cannot read the file: {exc.strerror or exc}"))
+    if job.live_sha256 is not None and hashlib.sha256(source).hexdigest() == job.live_sha256:
+        return DocResult(job.doc_id, None)
+
+    outcome = parse_document(source, job.doc_id, job.media_type, settings.max_file_bytes)
+    record, parsed = outcome.record, outcome.parsed
+    if parsed is None:
+        return DocResult(job.doc_id, record)
+    parsed = _encodable(parsed)
+    tables = _map_tables(parsed)
+    if record.status is not DocStatus.OK:
+        return DocResult(job.doc_id, record, tables=tables)
+
+    spans = chunk_spans(parsed.text, _tokenizer, settings.chunker)
+    chunks = make_chunks(parsed, spans)
+    _store(settings.index_root, job, source, record, parsed)
+    record = dataclasses.replace(record, n_chunks=len(chunks))
+    return DocResult(
+        job.doc_id,
+        record,
+        chunks=chunks_table(chunks),
+        embed_texts=[s.embed_text for s in spans],
+        tables=tables,
+    )
+
+
+def _map_tables(parsed: ParsedDocument) -> dict[str, pa.Table]:
+    doc_id, version = parsed.doc_id, parsed.doc_version
+    tables = {}
+    if parsed.pages:
+        tables["pdf_pages"] = pdf_pages_table(doc_id, version, parsed.pages)
+        tables["pdf_chars"] = pdf_chars_table(doc_id, version, parsed.char_runs)
+    if parsed.html_runs:
+        tables["html_map"] = html_map_table(doc_id, version, parsed.html_runs)
+    return tables
+
+
+def _store(root: Path, job: FileJob, source: bytes, record: DocumentRecord, parsed: ParsedDocument) -> None:
+    """Texts and sources are content-addressed and shared by generations: write once."""
+    paths = IndexPaths(root)
+    write_once(paths.text(record.doc_version), parsed.text.encode("utf-8"))
+    write_once(paths.source(record.source_sha256, job.path.suffix), source)
+    if parsed.decoded_source is not None:
+        write_once(paths.decoded_source(record.source_sha256), parsed.decoded_source.encode("utf-8"))
+
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def _encodable(parsed: ParsedDocument) -> ParsedDocument:
+    """A lone surrogate (a broken text layer) cannot be stored as UTF-8: U+FFFD keeps the offsets."""
+    if not _SURROGATE.search(parsed.text):
+        return parsed
+    count = len(_SURROGATE.findall(parsed.text))
+    return dataclasses.replace(
+        parsed,
+        text=_SURROGATE.sub("\ufffd", parsed.text),
+        warnings=(*parsed.warnings, f"{count} unpaired surrogate code points replaced by U+FFFD"),
+    )

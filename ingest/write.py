@@ -1,0 +1,132 @@
+"""Write one generation: Parquet tables in row groups, vectors, FAISS, manifest.
+
+Rows stream in as documents are processed and leave memory in row groups, so
+a build holds one batch of rows per table, not the corpus. Nothing here is
+visible to readers until the build renames the finished folder and replaces
+CURRENT.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import os
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from index.layout import FAISS_FILE, MANIFEST, TABLE_FILES, VECTORS_FILE, fsync_dir, fsync_file
+from schemas.manifest import manifest_to_json
+from schemas.records import DocumentRecord, Manifest
+from schemas.tables import SCHEMAS, documents_table, with_metadata
+
+ROW_GROUP_ROWS = {"chunks": 4096, "pdf_chars": 65536, "pdf_pages": 65536, "html_map": 65536}
+
+
+class GenerationWriter:
+    """Streams the tables of one generation into ``gen_dir`` (a folder no reader looks at)."""
+
+    def __init__(self, gen_dir: Path, model_id: str, dim: int) -> None:
+        self.gen_dir = gen_dir
+        self.model_id = model_id
+        self.dim = dim
+        gen_dir.mkdir(parents=True, exist_ok=False)
+        self._writers: dict[str, pq.ParquetWriter] = {}
+        self._pending: dict[str, list[pa.Table]] = {name: [] for name in ROW_GROUP_ROWS}
+        self._pending_rows: dict[str, int] = {name: 0 for name in ROW_GROUP_ROWS}
+        self._documents: list[DocumentRecord] = []
+        self._vectors = open(gen_dir / VECTORS_FILE, "wb")
+        self.n_vectors = 0
+        self.n_rows = {name: 0 for name in ROW_GROUP_ROWS}
+
+    def add_document(self, record: DocumentRecord) -> None:
+        self._documents.append(record)
+
+    def add_rows(self, table_name: str, rows: pa.Table) -> None:
+        if rows.num_rows == 0:
+            return
+        self._pending[table_name].append(rows)
+        self._pending_rows[table_name] += rows.num_rows
+        self.n_rows[table_name] += rows.num_rows
+        if self._pending_rows[table_name] >= ROW_GROUP_ROWS[table_name]:
+            self._flush(table_name)
+
+    def add_vectors(self, vectors: np.ndarray) -> None:
+        """Vectors in vector_id order, continuing from the last call."""
+        if vectors.shape[0] == 0:
+            return
+        if vectors.shape[1] != self.dim:
+            raise ValueError(f"vector dimension {vectors.shape[1]}, index dimension {self.dim}")
+        self._vectors.write(np.ascontiguousarray(vectors, dtype=np.float32).tobytes())
+        self.n_vectors += vectors.shape[0]
+
+    def vectors_written(self) -> np.ndarray:
+        """The vectors added so far, as (n, dim) float32 read back from disk."""
+        self._vectors.flush()
+        if self.n_vectors == 0:
+            return np.zeros((0, self.dim), dtype=np.float32)
+        return np.memmap(self.gen_dir / VECTORS_FILE, dtype=np.float32, mode="r", shape=(self.n_vectors, self.dim))
+
+    def _flush(self, table_name: str) -> None:
+        if not self._pending[table_name]:
+            return
+        batch = pa.concat_tables(self._pending[table_name])
+        writer = self._writer(table_name)
+        writer.write_table(batch.cast(writer.schema), row_group_size=ROW_GROUP_ROWS[table_name])
+        self._pending[table_name] = []
+        self._pending_rows[table_name] = 0
+
+    def _writer(self, table_name: str) -> pq.ParquetWriter:
+        if table_name not in self._writers:
+            self._writers[table_name] = pq.ParquetWriter(
+                self.gen_dir / TABLE_FILES[table_name],
+                with_metadata(table_name, self.model_id, self.dim),
+                compression="zstd",
+            )
+        return self._writers[table_name]
+
+    def finish(self, manifest: Manifest, faiss_index) -> Manifest:
+        """Close every table, write FAISS and the manifest, and fsync it all."""
+        import faiss
+
+        for name in ROW_GROUP_ROWS:
+            self._flush(name)
+            self._writer(name).close()  # opens it first when no row came: an empty table
+        self._vectors.flush()
+        os.fsync(self._vectors.fileno())
+        self._vectors.close()
+        documents = sorted(self._documents, key=lambda d: d.doc_id)
+        pq.write_table(
+            documents_table(documents).cast(with_metadata("documents", self.model_id, self.dim)),
+            self.gen_dir / TABLE_FILES["documents"],
+            compression="zstd",
+        )
+        faiss.write_index(faiss_index, str(self.gen_dir / FAISS_FILE))
+        checksums = {
+            name: file_sha256(self.gen_dir / name)
+            for name in [*TABLE_FILES.values(), FAISS_FILE, VECTORS_FILE]
+        }
+        manifest = dataclasses.replace(manifest, table_sha256=checksums)
+        (self.gen_dir / MANIFEST).write_text(manifest_to_json(manifest), encoding="utf-8")
+        for name in [*checksums, MANIFEST]:
+            fsync_file(self.gen_dir / name)
+        fsync_dir(self.gen_dir)
+        return manifest
+
+    def abort(self) -> None:
+        for writer in self._writers.values():
+            writer.close()
+        self._vectors.close()
+
+
+def file_sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+assert set(ROW_GROUP_ROWS) | {"documents"} == set(SCHEMAS)

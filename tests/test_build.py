@@ -1,0 +1,131 @@
+"""Building an index: bad input carried, the batch resilient, the CLI honest about failures."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pyarrow.parquet as pq
+import pytest
+
+import index
+from ingest.build import BuildSettings, build_index, discover
+from ingest.embed import HashingEmbedder
+from ingest.lock import BuildLock
+from ingest.model import resolve_model
+from ingest.pool import process_in_workers
+from ingest.worker import FileJob, WorkerSettings, process_file
+from schemas.errors import IndexLockedError
+from schemas.records import ChunkerSettings, DocStatus, MediaType
+
+from conftest import ROOT, SAMPLE_CORPUS
+
+
+def crash_on_marked_files(job: FileJob):
+    """A worker function that dies like a native crash on files named *crash*."""
+    if "crash" in job.doc_id:
+        os._exit(139)
+    return process_file(job)
+
+
+def _small_corpus(root: Path) -> Path:
+    (root / "sub").mkdir(parents=True)
+    (root / "a.md").write_text("# Alpha\n\nAlpha sentence about invoices and their due dates.\n")
+    (root / "sub" / "b.txt").write_bytes(b"Beta text\r\nwith CRLF line endings and a caf\xc3\xa9.\r\n")
+    (root / "empty.txt").write_bytes(b"")
+    (root / "notes.xyz").write_bytes(b"unknown")
+    (root / ".hidden.md").write_text("never indexed")
+    shutil.copy(SAMPLE_CORPUS / "bad" / "encrypted.pdf", root / "locked.pdf")
+    return root
+
+
+def test_discover_sorts_skips_hidden_and_counts_unknown_types(tmp_path):
+    files, skipped = discover(_small_corpus(tmp_path / "c"))
+    assert [d for d, _ in files] == ["a.md", "empty.txt", "locked.pdf", "sub/b.txt"]
+    assert skipped == ["notes.xyz"]
+
+
+def test_a_worker_that_dies_becomes_an_error_row_and_the_batch_carries_on(tmp_path):
+    corpus = tmp_path / "c"
+    corpus.mkdir()
+    names = ["a.md", "b-crash.md", "c.md", "d.md", "e.md"]
+    for name in names:
+        (corpus / name).write_text(f"Document {name} has some text.")
+    settings = WorkerSettings(resolve_model(), ChunkerSettings(), tmp_path / "idx", 1 << 20)
+    jobs = [FileJob(corpus / n, n, MediaType.MARKDOWN, None) for n in names]
+    results = list(process_in_workers(jobs, settings, 2, work=crash_on_marked_files))
+    assert [r.doc_id for r in results] == names
+    statuses = {r.doc_id: r.record.status for r in results}
+    assert statuses.pop("b-crash.md") is DocStatus.ERROR
+    assert set(statuses.values()) == {DocStatus.OK}
+    assert "crashed" in results[1].record.error
+
+
+def test_rebuilding_an_unchanged_corpus_parses_nothing_and_gives_identical_rows(tmp_path):
+    corpus = _small_corpus(tmp_path / "c")
+    idx_dir = tmp_path / "idx"
+    first = build_index(corpus, idx_dir, BuildSettings(workers=1), embedder=HashingEmbedder())
+    gen1 = index.open(idx_dir).generation
+    second = build_index(corpus, idx_dir, BuildSettings(workers=1), embedder=HashingEmbedder())
+    gen2 = index.open(idx_dir).generation
+    assert first.added == 4 and second.unchanged == 4
+    assert second.parse_seconds == 0 and second.chunks_embedded == 0 and second.chunks_reused == first.chunks
+    for table in ("documents", "chunks", "pdf_chars", "pdf_pages", "html_map"):
+        assert gen1.table(table).equals(gen2.table(table)), table
+    assert (gen1.vectors() == gen2.vectors()).all()
+    assert gen1.faiss().ntotal == gen2.faiss().ntotal == first.chunks
+
+
+def test_a_second_build_on_a_locked_index_is_refused_naming_the_holder(tmp_path):
+    corpus = _small_corpus(tmp_path / "c")
+    idx_dir = tmp_path / "idx"
+    idx_dir.mkdir()
+    with BuildLock(idx_dir / "LOCK"):
+        with pytest.raises(IndexLockedError, match=f"pid {os.getpid()}"):
+            build_index(corpus, idx_dir, BuildSettings(workers=1), embedder=HashingEmbedder())
+    build_index(corpus, idx_dir, BuildSettings(workers=1), embedder=HashingEmbedder())  # free again
+
+
+def test_tables_carry_their_name_version_and_model(sample_index_test_model):
+    gen = index.open(sample_index_test_model).generation
+    for name in ("documents", "chunks", "pdf_chars", "pdf_pages", "html_map"):
+        meta = pq.read_schema(gen.dir / f"{name}.parquet").metadata
+        assert meta[b"spanindex.table"] == name.encode()
+        assert meta[b"spanindex.format_version"] == b"1"
+        assert meta[b"spanindex.model_id"] == b"test:hashing-64"
+        assert meta[b"spanindex.model_dim"] == b"64"
+
+
+def test_chunk_rows_are_in_vector_id_order(sample_index_test_model):
+    idx = index.open(sample_index_test_model)
+    ids = idx.generation.table("chunks", ["vector_id"]).column("vector_id").to_pylist()
+    assert ids == list(range(len(ids)))
+    assert idx.generation.faiss().ntotal == len(ids) == idx.manifest.n_chunks
+
+
+def _spanindex(*args, cwd=ROOT):
+    return subprocess.run([sys.executable, "-m", "index", *args], capture_output=True, text=True, cwd=cwd, timeout=600)
+
+
+@pytest.mark.slow
+def test_build_cli_lists_every_failure_exits_zero_and_strict_exits_one(tmp_path):
+    corpus = _small_corpus(tmp_path / "c")
+    run = _spanindex("build", str(corpus), "--index", str(tmp_path / "idx"), "--quiet")
+    assert run.returncode == 0, run.stderr
+    assert "empty.txt" in run.stdout and "locked.pdf" in run.stdout and "password" in run.stdout
+    assert "skipped 1 file(s) of unknown type: notes.xyz" in run.stdout
+    strict = _spanindex("build", str(corpus), "--index", str(tmp_path / "idx"), "--quiet", "--strict")
+    assert strict.returncode == 1
+    assert "4 unchanged" in strict.stdout
+
+    stats = _spanindex("stats", str(tmp_path / "idx"))
+    assert "documents: 4" in stats.stdout and "error: 1" in stats.stdout and "empty: 1" in stats.stdout
+    show = _spanindex("show", str(tmp_path / "idx"), "a.md#tok:0")
+    assert show.returncode == 0 and "Alpha sentence about invoices" in show.stdout
+    missing = _spanindex("show", str(tmp_path / "idx"), "a.md#tok:999")
+    assert missing.returncode == 3 and "no chunk" in missing.stderr
+    search = _spanindex("search", str(tmp_path / "idx"), "when are invoices due", "-k", "1", "--json")
+    assert '"doc_id": "a.md"' in search.stdout
