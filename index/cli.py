@@ -33,6 +33,7 @@ def main(argv: list[str] | None = None) -> int:
 def build_parser() -> argparse.ArgumentParser:
     # Importing the command modules registers their subcommands, in this order.
     from index import cli_commands  # noqa: F401, I001
+    from index import cli_cite  # noqa: F401
 
     parser = argparse.ArgumentParser(
         prog="spanindex",

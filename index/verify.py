@@ -1,0 +1,197 @@
+"""Verify a model's citations and locate them in their sources.
+
+Each support ``{chunk_id, quote}`` becomes a Citation: the quote matched in
+the chunk it names (index.match), then placed in the document: absolute
+offsets, page, page label and line rectangles for PDF, decoded-source range
+and a text fragment for HTML, prefix and suffix for later repair.
+
+This path never imports torch or loads the embedding model.
+"""
+
+from __future__ import annotations
+
+import collections
+import dataclasses
+from collections.abc import Iterable
+
+from index.fragments import context, pdf_locator, text_fragment
+from index.locate import HtmlSourceMap, PdfCharMap
+from index.match import DEFAULT_MIN_QUOTE_CHARS, find_in_document, match_quote
+from index.reader import Index
+from schemas.citations import (
+    Answer,
+    Citation,
+    CitationStatus,
+    Claim,
+    ClaimRecord,
+    ClaimVerdict,
+    Policy,
+    Support,
+    VerifySummary,
+)
+from schemas.records import Chunk, MediaType
+
+
+class Verifier:
+    """Checks supports against one index generation; caches per-document maps.
+
+    >>> v = Verifier(index.open("build/sample-index"))                           # doctest: +SKIP
+    >>> v.cite(Support("pricing/rate-card.pdf#tok:0", "billed at $0.12")).status  # doctest: +SKIP
+    <CitationStatus.EXACT: 'exact'>
+    """
+
+    def __init__(self, index: Index, *, min_quote_chars: int = DEFAULT_MIN_QUOTE_CHARS) -> None:
+        self.index = index
+        self.min_quote_chars = min_quote_chars
+        self._pdf_maps: dict[str, PdfCharMap] = {}
+        self._html_maps: dict[str, HtmlSourceMap] = {}
+        self._page_labels: dict[str, dict[int, str]] = {}
+        self._media_types: dict[str, MediaType] = {}
+
+    def cite(self, support: Support) -> Citation:
+        """One support, checked and located."""
+        base = Citation(
+            chunk_id=support.chunk_id,
+            model_quote=support.quote,
+            status=CitationStatus.INVALID,
+            retrieved_rank=support.retrieved_rank,
+            retrieved_score=support.retrieved_score,
+        )
+        if support.error:
+            return dataclasses.replace(base, error=support.error)
+        chunk = self.index.chunk(support.chunk_id)
+        if chunk is None:
+            return dataclasses.replace(
+                base,
+                status=CitationStatus.UNKNOWN_CHUNK,
+                error=f"no chunk {support.chunk_id!r} in this index (generation {self.index.generation.name})",
+            )
+        found = match_quote(chunk.text, support.quote, self.min_quote_chars)
+        cited = dataclasses.replace(
+            base,
+            status=found.status,
+            doc_id=chunk.doc_id,
+            doc_version=chunk.doc_version,
+            media_type=self._media_type(chunk.doc_id).value,
+            match_score=found.score,
+        )
+        if not found.status.verified:
+            if found.status is CitationStatus.QUOTE_NOT_FOUND:
+                doc_text = self.index.doc_text(chunk.doc_version)
+                cited = dataclasses.replace(cited, found_elsewhere=find_in_document(doc_text, support.quote))
+            return cited
+        return self.locate(cited, chunk, found.char_start, found.char_end, occurrences=found.occurrences)
+
+    def locate(self, citation: Citation, chunk: Chunk, char_start: int, char_end: int, *, occurrences: int = 1) -> Citation:
+        """Fill in where ``chunk.text[char_start:char_end]`` is: offsets, page, rectangles, source."""
+        doc_text = self.index.doc_text(chunk.doc_version)
+        doc_start, doc_end = chunk.start + char_start, chunk.start + char_end
+        prefix, suffix = context(doc_text, doc_start, doc_end)
+        located = dataclasses.replace(
+            citation,
+            chunk_id=chunk.chunk_id,
+            doc_id=chunk.doc_id,
+            doc_version=chunk.doc_version,
+            char_start=char_start,
+            char_end=char_end,
+            doc_start=doc_start,
+            doc_end=doc_end,
+            quote=doc_text[doc_start:doc_end],
+            occurrences=occurrences,
+            prefix=prefix,
+            suffix=suffix,
+        )
+        media_type = self._media_type(chunk.doc_id)
+        if media_type is MediaType.PDF:
+            char_map = self._pdf_map(chunk.doc_id)
+            rects = tuple(char_map.rects(doc_text, doc_start, doc_end))
+            page = rects[0].page if rects else char_map.page_of(doc_start)
+            return dataclasses.replace(
+                located,
+                page=page,
+                page_label=self._page_label(chunk.doc_id, page),
+                rects=rects,
+                locator=pdf_locator(page),
+            )
+        if media_type is MediaType.HTML:
+            src_start, src_end = self._html_map(chunk.doc_id).source_range(doc_start, doc_end)
+            return dataclasses.replace(
+                located, src_start=src_start, src_end=src_end, locator=text_fragment(doc_text, doc_start, doc_end)
+            )
+        return located
+
+    def verify_claim(self, answer_id: str, claim: Claim) -> ClaimRecord:
+        if claim.error:
+            return ClaimRecord(answer_id, claim.claim_id, claim.text, ClaimVerdict.INVALID, error=claim.error)
+        if not claim.support:
+            return ClaimRecord(answer_id, claim.claim_id, claim.text, ClaimVerdict.UNSUPPORTED)
+        citations = tuple(self.cite(s) for s in claim.support)
+        verdict = ClaimVerdict.VERIFIED if any(c.status.verified for c in citations) else ClaimVerdict.UNVERIFIED
+        return ClaimRecord(answer_id, claim.claim_id, claim.text, verdict, citations)
+
+    def _media_type(self, doc_id: str) -> MediaType:
+        if doc_id not in self._media_types:
+            self._media_types[doc_id] = self.index.document(doc_id).media_type
+        return self._media_types[doc_id]
+
+    def _pdf_map(self, doc_id: str) -> PdfCharMap:
+        if doc_id not in self._pdf_maps:
+            self._pdf_maps[doc_id] = PdfCharMap.from_table(self.index.pdf_char_table(doc_id))
+        return self._pdf_maps[doc_id]
+
+    def _html_map(self, doc_id: str) -> HtmlSourceMap:
+        if doc_id not in self._html_maps:
+            self._html_maps[doc_id] = HtmlSourceMap.from_table(self.index.generation.rows_of("html_map", doc_id))
+        return self._html_maps[doc_id]
+
+    def _page_label(self, doc_id: str, page: int | None) -> str:
+        if doc_id not in self._page_labels:
+            self._page_labels[doc_id] = {p.page: p.label for p in self.index.pdf_pages(doc_id)}
+        return self._page_labels[doc_id].get(page, "") if page else ""
+
+
+def verify_answer(
+    index: Index,
+    answer: Answer,
+    *,
+    policy: Policy = Policy.MARK,
+    min_quote_chars: int = DEFAULT_MIN_QUOTE_CHARS,
+) -> tuple[list[ClaimRecord], VerifySummary]:
+    """Every claim of ``answer``, checked; the policy decides what happens to failed ones."""
+    verifier = Verifier(index, min_quote_chars=min_quote_chars)
+    records = [verifier.verify_claim(answer.answer_id, claim) for claim in answer.claims]
+    summary = summarize(records)
+    if policy is Policy.DROP:
+        records = [
+            dataclasses.replace(r, dropped=True) if r.verdict is not ClaimVerdict.VERIFIED else r for r in records
+        ]
+    elif policy is Policy.REFUSE:
+        failed = summary.unverified + summary.invalid
+        summary = dataclasses.replace(summary, refused=failed > 0)
+    return records, summary
+
+
+def summarize(records: Iterable[ClaimRecord]) -> VerifySummary:
+    records = list(records)
+    verdicts = collections.Counter(r.verdict for r in records)
+    statuses = collections.Counter(c.status.value for r in records for c in r.citations)
+    n_citations = sum(statuses.values())
+    return VerifySummary(
+        claims=len(records),
+        verified=verdicts[ClaimVerdict.VERIFIED],
+        unverified=verdicts[ClaimVerdict.UNVERIFIED],
+        unsupported=verdicts[ClaimVerdict.UNSUPPORTED],
+        invalid=verdicts[ClaimVerdict.INVALID],
+        citations=n_citations,
+        by_status=dict(sorted(statuses.items())),
+        unknown_chunk_rate=statuses[CitationStatus.UNKNOWN_CHUNK.value] / n_citations if n_citations else 0.0,
+        quote_not_found_rate=statuses[CitationStatus.QUOTE_NOT_FOUND.value] / n_citations if n_citations else 0.0,
+    )
+
+
+def resolve(index: Index, chunk_id: str, quote: str, *, min_quote_chars: int = DEFAULT_MIN_QUOTE_CHARS) -> Citation:
+    """One quote against one chunk: the citation record.
+
+    >>> resolve(index.open("build/sample-index"), "web/faq.html#tok:0", "a quote").status  # doctest: +SKIP
+    """
+    return Verifier(index, min_quote_chars=min_quote_chars).cite(Support(chunk_id, quote))

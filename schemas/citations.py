@@ -1,0 +1,125 @@
+"""Answers from a model, and the citation records spanindex makes of them.
+
+Offsets in a citation are Unicode code points into the document text
+(``offset_unit`` says so); ``char_*`` are relative to the chunk,
+``doc_*`` to the document, both half-open.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from enum import StrEnum
+
+from schemas.records import Rect
+
+OFFSET_UNIT = "codepoint"
+
+
+class CitationStatus(StrEnum):
+    EXACT = "exact"
+    NORMALIZED = "normalized"
+    FUZZY = "fuzzy"
+    QUOTE_NOT_FOUND = "quote_not_found"
+    QUOTE_TOO_SHORT = "quote_too_short"
+    UNKNOWN_CHUNK = "unknown_chunk"
+    INVALID = "invalid"  # the support itself is malformed (no chunk id, quote not a string)
+
+    @property
+    def verified(self) -> bool:
+        return self in (CitationStatus.EXACT, CitationStatus.NORMALIZED, CitationStatus.FUZZY)
+
+
+class ClaimVerdict(StrEnum):
+    VERIFIED = "verified"  # at least one citation verified
+    UNVERIFIED = "unverified"  # support was given, none of it verified
+    UNSUPPORTED = "unsupported"  # no support given: an honest abstention, not an error
+    INVALID = "invalid"  # the claim itself is malformed
+
+
+class Policy(StrEnum):
+    MARK = "mark"  # keep failed claims, flagged
+    DROP = "drop"  # remove failed and unsupported claims from the answer
+    REFUSE = "refuse"  # reject the whole answer when any claim fails
+
+
+@dataclass(frozen=True, slots=True)
+class Support:
+    chunk_id: str
+    quote: str
+    retrieved_rank: int | None = None
+    retrieved_score: float | None = None
+    error: str = ""  # why this support could not be read (then it is never verified)
+
+
+@dataclass(frozen=True, slots=True)
+class Claim:
+    claim_id: str
+    text: str
+    support: tuple[Support, ...] = ()
+    error: str = ""  # why the claim (or one of its supports) could not be read
+
+
+@dataclass(frozen=True, slots=True)
+class Answer:
+    answer_id: str
+    claims: tuple[Claim, ...]
+    text: str = ""  # the answer's full text, when the model gave one
+
+
+@dataclass(frozen=True, slots=True)
+class Citation:
+    """One support of one claim, checked and located."""
+
+    chunk_id: str
+    model_quote: str  # what the model wrote
+    status: CitationStatus
+    doc_id: str = ""
+    doc_version: str = ""
+    media_type: str = ""
+    char_start: int = 0  # chunk-relative
+    char_end: int = 0
+    doc_start: int = 0  # document-absolute
+    doc_end: int = 0
+    quote: str = ""  # document text at [doc_start, doc_end): len(quote) == char_end - char_start
+    match_score: float = 0.0
+    occurrences: int = 0  # times the quote occurs in the chunk
+    page: int | None = None
+    page_label: str = ""
+    rects: tuple[Rect, ...] = ()
+    src_start: int | None = None  # HTML: decoded-source range
+    src_end: int | None = None
+    locator: str = ""  # URL fragment that opens the source at the span
+    prefix: str = ""  # up to 32 characters of document text before the quote
+    suffix: str = ""
+    retrieved_rank: int | None = None
+    retrieved_score: float | None = None
+    found_elsewhere: int | None = None  # quote not in the chunk but verbatim at this doc offset
+    offset_unit: str = OFFSET_UNIT
+    error: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class ClaimRecord:
+    """One line of a verify output: a claim and its citations."""
+
+    answer_id: str
+    claim_id: str
+    text: str
+    verdict: ClaimVerdict
+    citations: tuple[Citation, ...] = ()
+    dropped: bool = False  # removed from the answer by policy
+    error: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class VerifySummary:
+    claims: int
+    verified: int
+    unverified: int
+    unsupported: int
+    invalid: int
+    citations: int
+    by_status: dict[str, int] = field(default_factory=dict)
+    unknown_chunk_rate: float = 0.0
+    quote_not_found_rate: float = 0.0
+    refused: bool = False
