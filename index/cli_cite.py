@@ -90,3 +90,61 @@ def run_resolve(args) -> int:
 
 
 
+
+
+@command("check", "Sweep stored citation records after a reindex: ok, moved (repaired), changed, gone.",
+         "spanindex check build/sample-index records.jsonl -o repaired.jsonl")
+def _check(p: argparse.ArgumentParser) -> None:
+    p.add_argument("index", help="index folder")
+    p.add_argument("records", help="citation records as `spanindex verify` writes them (JSON Lines)")
+    p.add_argument("-o", "--output", help="write the checked records, moved ones repaired, here")
+    p.add_argument("--strict", action="store_true", help="exit 1 unless every citation is ok or moved")
+    p.set_defaults(run=run_check)
+
+
+def run_check(args) -> int:
+    import index
+    from index.drift import check_records, summarize_drift
+    from index.records_io import read_records, record_line
+
+    parsed = list(read_records(args.records))
+    bad_lines = [error for _, record, error in parsed if record is None]
+    checked = list(check_records(index.open(args.index), (r for _, r, _ in parsed if r is not None)))
+    if args.output:
+        with open(args.output, "w", encoding="utf-8") as out:
+            for record in checked:
+                out.write(record_line(record) + "\n")
+    summary = summarize_drift(checked)
+    counts = ", ".join(f"{k} {v}" for k, v in summary.by_drift.items())
+    print(f"{sum(summary.by_drift.values())} citations checked: {counts}")
+    if summary.unchecked:
+        print(f"{summary.unchecked} citations were never verified and were not checked")
+    for error in bad_lines:
+        print(f"skipped {error}", file=sys.stderr)
+    for record in checked:
+        for citation in record.citations:
+            if citation.drift not in ("", "ok", "moved"):
+                print(f"  {record.claim_id} {citation.chunk_id}: {citation.drift}: {citation.drift_detail}")
+    failed = sum(v for k, v in summary.by_drift.items() if k not in ("ok", "moved")) + len(bad_lines)
+    return EXIT_FAILURES if args.strict and failed else EXIT_OK
+
+
+@command("fsck", "Check the live generation: checksums, counts, ids, every chunk and offset run.",
+         "spanindex fsck build/sample-index")
+def _fsck(p: argparse.ArgumentParser) -> None:
+    p.add_argument("index", help="index folder")
+    p.add_argument("--generation", help="check this generation instead of the live one")
+    p.set_defaults(run=run_fsck)
+
+
+def run_fsck(args) -> int:
+    from index.fsck import fsck
+
+    faults = fsck(args.index, args.generation)
+    for fault in faults:
+        print(f"FAULT {fault}")
+    if faults:
+        print(f"{len(faults)} fault(s)")
+        return EXIT_FAILURES
+    print("ok")
+    return EXIT_OK

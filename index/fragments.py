@@ -7,6 +7,7 @@ code units and many APIs count UTF-8 bytes, so conversions are provided.
 
 from __future__ import annotations
 
+import functools
 import re
 from urllib.parse import quote as percent_encode
 
@@ -65,8 +66,12 @@ def _occurrences(doc_text: str, quote: str) -> int:
     needle = " ".join(quote.split()).casefold()
     if not needle:
         return 0
-    haystack = " ".join(doc_text.split()).casefold()
-    return haystack.count(needle)
+    return _as_browser_searches(doc_text).count(needle)
+
+
+@functools.lru_cache(maxsize=16)
+def _as_browser_searches(doc_text: str) -> str:
+    return " ".join(doc_text.split()).casefold()
 
 
 def utf16_offset(text: str, codepoint_offset: int) -> int:

@@ -36,8 +36,8 @@ def inspect_chunk(index: Index, chunk_id: str, *, glyph_boxes: bool = False) -> 
     rects: list[Rect] = []
     src = (None, None)
     if doc.media_type is MediaType.PDF:
-        char_map = PdfCharMap.from_table(index.pdf_char_table(chunk.doc_id))
         text = index.doc_text(chunk.doc_version)
+        char_map = PdfCharMap.from_table(index.pdf_char_table(chunk.doc_id), text)
         rects = _glyph_rects(char_map, chunk) if glyph_boxes else char_map.rects(text, chunk.start, chunk.end)
     elif doc.media_type is MediaType.HTML:
         source_map = HtmlSourceMap.from_table(index.generation.rows_of("html_map", chunk.doc_id))

@@ -21,58 +21,49 @@ class PdfCharMap:
     run_starts: np.ndarray
     run_ends: np.ndarray
     run_pages: np.ndarray
+    run_lines: np.ndarray  # runs on one visual line (split only by synthetic spaces) share a number
     box_offsets: np.ndarray  # run i's boxes are boxes[box_offsets[i]:box_offsets[i+1]]
     boxes: np.ndarray  # (n_real_chars, 4)
 
     @classmethod
-    def from_table(cls, table: pa.Table) -> "PdfCharMap":
-        boxes = table.column("boxes").combine_chunks()
-        flat = boxes.values.to_numpy(zero_copy_only=False).astype(np.float32, copy=False)
-        return cls(
-            run_starts=table.column("start").to_numpy(),
-            run_ends=table.column("end").to_numpy(),
-            run_pages=table.column("page").to_numpy(),
-            box_offsets=boxes.offsets.to_numpy() // 4,
-            boxes=flat.reshape(-1, 4),
-        )
+    def from_table(cls, table: pa.Table, doc_text: str) -> "PdfCharMap":
+        boxes_column = table.column("boxes").combine_chunks()
+        flat = boxes_column.values.to_numpy(zero_copy_only=False).astype(np.float32, copy=False)
+        boxes = flat.reshape(-1, 4)
+        starts, ends = table.column("start").to_numpy(), table.column("end").to_numpy()
+        pages = table.column("page").to_numpy()
+        box_offsets = boxes_column.offsets.to_numpy() // 4
+        return cls(starts, ends, pages, _line_numbers(doc_text, starts, ends, pages, boxes, box_offsets), box_offsets, boxes)
 
     def rects(self, doc_text: str, start: int, end: int) -> list[Rect]:
         """One rectangle per line of ``[start, end)``, merged from its glyph boxes.
 
         A span crossing a page break gives rectangles on both pages.
         """
-        first = max(0, int(np.searchsorted(self.run_ends, start, side="right")))
+        first = int(np.searchsorted(self.run_ends, start, side="right"))
         last = int(np.searchsorted(self.run_starts, end, side="left"))
-        rects: list[Rect] = []
-        previous_end = None
-        for i in range(first, last):
-            a = max(start, int(self.run_starts[i]))
-            b = min(end, int(self.run_ends[i]))
-            if a >= b:
-                continue
-            offset = int(self.box_offsets[i]) - int(self.run_starts[i])
-            glyphs = self.boxes[offset + a : offset + b]
-            rect = Rect(
-                int(self.run_pages[i]),
-                float(glyphs[:, 0].min()),
-                float(glyphs[:, 1].min()),
-                float(glyphs[:, 2].max()),
-                float(glyphs[:, 3].max()),
-            )
-            if rects and previous_end is not None and _same_line(rects[-1], rect, doc_text[previous_end:a]):
-                last_rect = rects[-1]
-                rect = Rect(
-                    rect.page,
-                    min(last_rect.x0, rect.x0),
-                    min(last_rect.y0, rect.y0),
-                    max(last_rect.x1, rect.x1),
-                    max(last_rect.y1, rect.y1),
-                )
-                rects[-1] = rect
-            else:
-                rects.append(rect)
-            previous_end = b
-        return rects
+        if first >= last:
+            return []
+        a = np.maximum(start, self.run_starts[first:last])
+        b = np.minimum(end, self.run_ends[first:last])
+        keep = a < b
+        if not keep.any():
+            return []
+        runs = np.flatnonzero(keep) + first
+        a, b = a[keep], b[keep]
+        # Boxes of consecutive runs are stored back to back: one slice, reduced per line.
+        lo = self.box_offsets[runs] - self.run_starts[runs] + a
+        hi = lo + (b - a)
+        boxes = self.boxes[lo[0] : hi[-1]]
+        lines = self.run_lines[runs]
+        line_first_run = np.concatenate(([0], np.flatnonzero(lines[1:] != lines[:-1]) + 1))
+        segments = (lo - lo[0])[line_first_run]
+        x0 = np.minimum.reduceat(boxes[:, 0], segments)
+        y0 = np.minimum.reduceat(boxes[:, 1], segments)
+        x1 = np.maximum.reduceat(boxes[:, 2], segments)
+        y1 = np.maximum.reduceat(boxes[:, 3], segments)
+        pages = self.run_pages[runs][line_first_run]
+        return [Rect(int(p), float(l), float(t), float(r), float(bt)) for p, l, t, r, bt in zip(pages, x0, y0, x1, y1)]
 
     def page_of(self, offset: int) -> int | None:
         i = int(np.searchsorted(self.run_ends, offset, side="right"))
@@ -81,12 +72,23 @@ class PdfCharMap:
         return int(self.run_pages[-1]) if len(self.run_pages) else None
 
 
-def _same_line(a: Rect, b: Rect, gap_text: str) -> bool:
-    """Runs split by synthetic spaces on one visual line merge into one rectangle."""
-    if a.page != b.page or "\n" in gap_text or "\f" in gap_text:
-        return False
-    overlap = min(a.y1, b.y1) - max(a.y0, b.y0)
-    return overlap > 0.5 * min(a.y1 - a.y0, b.y1 - b.y0)
+def _line_numbers(doc_text, starts, ends, pages, boxes, box_offsets) -> np.ndarray:
+    """Number the visual lines: a run continues the line of the run before it when only
+    synthetic spaces separate them (no line break in the text between) on the same page,
+    and their boxes overlap vertically by more than half."""
+    if len(starts) == 0:
+        return np.zeros(0, dtype=np.int64)
+    # Every run holds at least one character, so its boxes are a non-empty segment.
+    y0 = np.minimum.reduceat(boxes[:, 1], box_offsets[:-1])
+    y1 = np.maximum.reduceat(boxes[:, 3], box_offsets[:-1])
+    overlap = np.minimum(y1[1:], y1[:-1]) - np.maximum(y0[1:], y0[:-1])
+    shorter = np.minimum(y1[1:] - y0[1:], y1[:-1] - y0[:-1])
+    continues = (pages[1:] == pages[:-1]) & (overlap > 0.5 * shorter)
+    for i in np.flatnonzero(continues):
+        gap = doc_text[ends[i] : starts[i + 1]]
+        if "\n" in gap or "\f" in gap:
+            continues[i] = False
+    return np.concatenate(([0], np.cumsum(~continues)))
 
 
 @dataclass(frozen=True, slots=True, eq=False)

@@ -14,6 +14,7 @@ import re
 from dataclasses import dataclass
 
 from rapidfuzz import fuzz
+from rapidfuzz.distance import Indel
 
 from ingest.normalize import NormalizedText, normalize, normalize_with_map
 from schemas.citations import CitationStatus
@@ -24,7 +25,6 @@ FUZZY_THRESHOLD = 0.9
 # A number as a reader would check it: optional currency sign, digits with their
 # separators, an optional percent sign.
 _NUMBER = re.compile(r"[$€£¥]?\s?\d+(?:[.,]\d+)*\s?%?")
-_WORD_EDGE = re.compile(r"\b|(?<=\s)|(?=\s)")
 
 
 @dataclass(frozen=True, slots=True)
@@ -44,12 +44,17 @@ def match_quote(chunk_text: str, quote: str, min_chars: int = DEFAULT_MIN_QUOTE_
     >>> match_quote("Overage is billed at $0.12 per 1,000 calls.", "billed at $0.21 per 1,000 calls").status
     <CitationStatus.QUOTE_NOT_FOUND: 'quote_not_found'>
     """
-    norm_quote = normalize(quote)
-    if len(norm_quote) < min_chars:
+    # Normalising shortens a quote by folding whitespace, dropping invisibles and composing
+    # accents (at most halving what remains): a quote with twice the minimum of visible
+    # characters skips the work.
+    if len("".join(quote.split())) < 2 * min_chars and len(normalize(quote)) < min_chars:
         return QuoteMatch(CitationStatus.QUOTE_TOO_SHORT)
     at = chunk_text.find(quote)
     if at >= 0:
         return QuoteMatch(CitationStatus.EXACT, at, at + len(quote), 1.0, _count(chunk_text, quote))
+    norm_quote = normalize(quote)
+    if len(norm_quote) < min_chars:
+        return QuoteMatch(CitationStatus.QUOTE_TOO_SHORT)
     norm_chunk = _normalized(chunk_text)
     at = norm_chunk.text.find(norm_quote)
     if at >= 0:
@@ -66,38 +71,49 @@ def _fuzzy(norm_chunk: NormalizedText, norm_quote: str) -> QuoteMatch:
     alignment = fuzz.partial_ratio_alignment(norm_quote, text, score_cutoff=cutoff)
     if alignment is None:
         return QuoteMatch(CitationStatus.QUOTE_NOT_FOUND)
-    start, end, score = _best_window(text, norm_quote, alignment.dest_start, alignment.dest_end)
+    start, end, score = best_window(text, norm_quote, alignment.dest_start, alignment.dest_end)
     if score < cutoff or not numbers_kept(norm_quote, text[start:end]):
         return QuoteMatch(CitationStatus.QUOTE_NOT_FOUND, score=score / 100)
     original_start, original_end = norm_chunk.original_span(start, end)
     return QuoteMatch(CitationStatus.FUZZY, original_start, original_end, round(score / 100, 4), 1)
 
 
-def _best_window(text: str, quote: str, start: int, end: int) -> tuple[int, int, float]:
-    """Widen or narrow the aligned window to word edges, keeping the best full-ratio score.
+def best_window(text: str, quote: str, start: int, end: int) -> tuple[int, int, float]:
+    """The span of ``text`` that the quote corresponds to, around an aligned window.
 
-    partial_ratio aligns a window as long as the quote; a quote with an inserted or
-    dropped word matches a slightly longer or shorter span.
+    partial_ratio aligns a window exactly as long as the quote, which cuts words when
+    the text inserted or dropped some. The quote is aligned again (LCS opcodes) over the
+    window with some slack; its first and last solid matching blocks, extended by what
+    the quote has beyond them, give the span, widened to whole words. (Scoring windows
+    by ratio alone would prefer "billing" to "billing department" for "billing team".)
     """
     slack = max(3, len(quote) // 8)
-    edges = [m.start() for m in _WORD_EDGE.finditer(text, max(0, start - slack), min(len(text), end + slack) + 1)]
-    edges = sorted(set(edges) | {start, end})
-    starts = [e for e in edges if e <= start + slack and e < end]
-    ends = [e for e in edges if e >= end - slack and e > start]
-    best = (start, end, fuzz.ratio(quote, text[start:end]))
-    for s in starts:
-        for e in ends:
-            if e <= s:
-                continue
-            score = fuzz.ratio(quote, text[s:e], score_cutoff=best[2])
-            if score > best[2]:
-                best = (s, e, score)
-    s, e, score = best
-    while s < e and text[s] == " ":
-        s += 1
-    while e > s and text[e - 1] == " ":
-        e -= 1
-    return s, e, score
+    lo, hi = max(0, start - slack), min(len(text), end + slack)
+    blocks = [b for b in Indel.opcodes(quote, text[lo:hi]) if b.tag == "equal" and b.src_end - b.src_start >= _SOLID]
+    if blocks:
+        first, last = blocks[0], blocks[-1]
+        start = max(lo, lo + first.dest_start - first.src_start)
+        end = min(hi, lo + last.dest_end + (len(quote) - last.src_end))
+    start, end = _widen_to_words(text, start, end)
+    if end < len(text) and quote[-1:] in _TRAILING_PUNCTUATION and text[end] == quote[-1]:
+        end += 1
+    while start < end and text[start].isspace():
+        start += 1
+    while end > start and text[end - 1].isspace():
+        end -= 1
+    return start, end, fuzz.ratio(quote, text[start:end])
+
+
+_SOLID = 3  # shorter matching blocks at the ends are stray letters, not alignment
+_TRAILING_PUNCTUATION = frozenset(".,;:!?)\"'")
+
+
+def _widen_to_words(text: str, start: int, end: int) -> tuple[int, int]:
+    while 0 < start < len(text) and text[start - 1].isalnum() and text[start].isalnum():
+        start -= 1
+    while 0 < end < len(text) and text[end - 1].isalnum() and text[end].isalnum():
+        end += 1
+    return start, end
 
 
 def numbers_kept(quote: str, span: str) -> bool:

@@ -44,6 +44,7 @@ class Index:
         self._chunk_rows: dict[str, int] | None = None
         self._doc_rows: dict[str, int] | None = None
         self._chunk_cache: dict[int, Chunk] = {}
+        self._texts: dict[str, str] = {}
         self._embedder = None
 
     # -- documents -----------------------------------------------------------
@@ -62,7 +63,13 @@ class Index:
 
     def doc_text(self, doc_version: str) -> str:
         """The document text of a version; kept across generations for old citations."""
-        return read_text_file(self.paths.text(doc_version))
+        text = self._texts.get(doc_version)
+        if text is None:
+            text = read_text_file(self.paths.text(doc_version))
+            if len(self._texts) >= 32:
+                self._texts.pop(next(iter(self._texts)))
+            self._texts[doc_version] = text
+        return text
 
     def has_text(self, doc_version: str) -> bool:
         return self.paths.text(doc_version).is_file()

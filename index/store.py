@@ -35,6 +35,14 @@ class Generation:
         except FileNotFoundError:
             raise IndexFormatError(f"{self.dir}: generation has no manifest") from None
         self.manifest: Manifest = manifest_from_json(text, str(manifest_path))
+        # Map every file now: a mapping stays readable after a later build retires this
+        # generation and unlinks its files, so a reader never fails half-way.
+        self._files = {}
+        for name in [*TABLE_FILES.values(), FAISS_FILE, VECTORS_FILE]:
+            try:
+                self._files[name] = pa.memory_map(str(self.dir / name))
+            except FileNotFoundError:
+                raise IndexFormatError(f"{self.dir / name}: missing") from None
         self._tables: dict[str, pa.Table] = {}
         self._slices: dict[str, dict[str, tuple[int, int]]] = {}
         self._lock = threading.Lock()
@@ -45,10 +53,7 @@ class Generation:
         if columns is None and name in self._tables:
             return self._tables[name]
         path = self.dir / TABLE_FILES[name]
-        try:
-            parquet = pq.ParquetFile(path, memory_map=True)
-        except FileNotFoundError:
-            raise IndexFormatError(f"{path}: table missing") from None
+        parquet = pq.ParquetFile(self._files[TABLE_FILES[name]])
         check_schema(name, parquet.schema_arrow, str(path))
         table = parquet.read(columns=columns)
         if columns is None:
@@ -75,21 +80,32 @@ class Generation:
 
     def vectors(self) -> np.ndarray:
         """All vectors, row = vector_id (memory-mapped, read on touch)."""
-        path = self.dir / VECTORS_FILE
+        mapped = self._files[VECTORS_FILE]
         dim = self.manifest.model_dim
-        size = path.stat().st_size
+        size = mapped.size()
         if size % (4 * dim):
-            raise IndexFormatError(f"{path}: size {size} is not a whole number of {dim}-d vectors")
+            raise IndexFormatError(f"{self.dir / VECTORS_FILE}: size {size} is not a whole number of {dim}-d vectors")
         if size == 0:
             return np.zeros((0, dim), dtype=np.float32)
-        return np.memmap(path, dtype=np.float32, mode="r", shape=(size // (4 * dim), dim))
+        return np.frombuffer(_whole(mapped), dtype=np.float32).reshape(-1, dim)
 
     def faiss(self):
         if self._faiss is None:
             import faiss
 
-            self._faiss = faiss.read_index(str(self.dir / FAISS_FILE))
+            serialized = np.frombuffer(_whole(self._files[FAISS_FILE]), dtype=np.uint8)
+            self._faiss = faiss.deserialize_index(serialized)
         return self._faiss
+
+
+_seek_lock = threading.Lock()
+
+
+def _whole(mapped: pa.MemoryMappedFile) -> pa.Buffer:
+    """The whole mapped file as a zero-copy buffer."""
+    with _seek_lock:  # seek and read are two steps on a shared file object
+        mapped.seek(0)
+        return mapped.read_buffer(mapped.size())
 
 
 def open_generation(paths: IndexPaths, name: str | None = None) -> Generation:

@@ -67,28 +67,36 @@ class Verifier:
                 error=f"no chunk {support.chunk_id!r} in this index (generation {self.index.generation.name})",
             )
         found = match_quote(chunk.text, support.quote, self.min_quote_chars)
-        cited = dataclasses.replace(
-            base,
+        common = dict(
+            model_quote=support.quote,
             status=found.status,
-            doc_id=chunk.doc_id,
-            doc_version=chunk.doc_version,
             media_type=self._media_type(chunk.doc_id).value,
             match_score=found.score,
+            retrieved_rank=support.retrieved_rank,
+            retrieved_score=support.retrieved_score,
         )
-        if not found.status.verified:
-            if found.status is CitationStatus.QUOTE_NOT_FOUND:
-                doc_text = self.index.doc_text(chunk.doc_version)
-                cited = dataclasses.replace(cited, found_elsewhere=find_in_document(doc_text, support.quote))
-            return cited
-        return self.locate(cited, chunk, found.char_start, found.char_end, occurrences=found.occurrences)
+        if found.status.verified:
+            return Citation(**common, **self._place(chunk, found.char_start, found.char_end, found.occurrences))
+        found_elsewhere = None
+        if found.status is CitationStatus.QUOTE_NOT_FOUND:
+            found_elsewhere = find_in_document(self.index.doc_text(chunk.doc_version), support.quote)
+        return Citation(
+            **common,
+            chunk_id=chunk.chunk_id,
+            doc_id=chunk.doc_id,
+            doc_version=chunk.doc_version,
+            found_elsewhere=found_elsewhere,
+        )
 
     def locate(self, citation: Citation, chunk: Chunk, char_start: int, char_end: int, *, occurrences: int = 1) -> Citation:
-        """Fill in where ``chunk.text[char_start:char_end]`` is: offsets, page, rectangles, source."""
+        """``citation`` placed at ``chunk.text[char_start:char_end]``: offsets, page, rectangles, source."""
+        return dataclasses.replace(citation, **self._place(chunk, char_start, char_end, occurrences))
+
+    def _place(self, chunk: Chunk, char_start: int, char_end: int, occurrences: int) -> dict:
         doc_text = self.index.doc_text(chunk.doc_version)
         doc_start, doc_end = chunk.start + char_start, chunk.start + char_end
         prefix, suffix = context(doc_text, doc_start, doc_end)
-        located = dataclasses.replace(
-            citation,
+        place = dict(
             chunk_id=chunk.chunk_id,
             doc_id=chunk.doc_id,
             doc_version=chunk.doc_version,
@@ -106,19 +114,11 @@ class Verifier:
             char_map = self._pdf_map(chunk.doc_id)
             rects = tuple(char_map.rects(doc_text, doc_start, doc_end))
             page = rects[0].page if rects else char_map.page_of(doc_start)
-            return dataclasses.replace(
-                located,
-                page=page,
-                page_label=self._page_label(chunk.doc_id, page),
-                rects=rects,
-                locator=pdf_locator(page),
-            )
-        if media_type is MediaType.HTML:
+            place.update(page=page, page_label=self._page_label(chunk.doc_id, page), rects=rects, locator=pdf_locator(page))
+        elif media_type is MediaType.HTML:
             src_start, src_end = self._html_map(chunk.doc_id).source_range(doc_start, doc_end)
-            return dataclasses.replace(
-                located, src_start=src_start, src_end=src_end, locator=text_fragment(doc_text, doc_start, doc_end)
-            )
-        return located
+            place.update(src_start=src_start, src_end=src_end, locator=text_fragment(doc_text, doc_start, doc_end))
+        return place
 
     def verify_claim(self, answer_id: str, claim: Claim) -> ClaimRecord:
         if claim.error:
@@ -136,8 +136,11 @@ class Verifier:
 
     def _pdf_map(self, doc_id: str) -> PdfCharMap:
         if doc_id not in self._pdf_maps:
-            self._pdf_maps[doc_id] = PdfCharMap.from_table(self.index.pdf_char_table(doc_id))
+            self._pdf_maps[doc_id] = PdfCharMap.from_table(self.index.pdf_char_table(doc_id), self._doc_text_of(doc_id))
         return self._pdf_maps[doc_id]
+
+    def _doc_text_of(self, doc_id: str) -> str:
+        return self.index.doc_text(self.index.document(doc_id).doc_version)
 
     def _html_map(self, doc_id: str) -> HtmlSourceMap:
         if doc_id not in self._html_maps:

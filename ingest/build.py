@@ -17,7 +17,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from index.layout import IndexPaths, fsync_dir, publish
+from index.layout import IndexPaths, fsync_dir, publish, read_current
 from index.retention import retire_generations
 from ingest.embed import Embedder
 from ingest.lock import BuildLock
@@ -220,6 +220,11 @@ def _remove_debris(paths: IndexPaths) -> None:
     paths.generations.mkdir(parents=True, exist_ok=True)
     for debris in paths.generations.glob(".*.tmp-*"):
         shutil.rmtree(debris, ignore_errors=True)
+    # A generation renamed into place but never published (killed before CURRENT moved).
+    live = read_current(paths)
+    for generation in paths.generations.iterdir():
+        if generation.name.isdigit() and (live is None or generation.name > live):
+            shutil.rmtree(generation, ignore_errors=True)
     for debris in paths.root.glob(".*.tmp-*"):
         debris.unlink(missing_ok=True)
     for folder in (paths.texts, paths.sources):

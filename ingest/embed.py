@@ -47,7 +47,10 @@ class SentenceTransformerEmbedder:
         self.model_id = self.info.model_id
         self.batch_size = batch_size
         try:
+            import transformers
             from sentence_transformers import SentenceTransformer
+
+            transformers.logging.disable_progress_bar()  # the library is quiet; the CLI shows progress
 
             self._model = SentenceTransformer(
                 str(self.info.path), device=device, local_files_only=True

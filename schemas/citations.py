@@ -36,6 +36,17 @@ class ClaimVerdict(StrEnum):
     INVALID = "invalid"  # the claim itself is malformed
 
 
+class DriftStatus(StrEnum):
+    """What a reindex did to a stored citation (``spanindex check``)."""
+
+    OK = "ok"  # same text, or the stored offsets still hold the quote
+    MOVED = "moved"  # found again verbatim elsewhere; offsets rewritten
+    CHANGED = "changed"  # only a fuzzy match remains (numbers unchanged): the text now differs
+    GONE = "gone"  # not found, or the document was removed
+    AMBIGUOUS = "ambiguous"  # occurs more than once and its prefix/suffix do not decide where
+    CORRUPT_RECORD = "corrupt_record"  # len(quote) != char_end - char_start: the record itself is broken
+
+
 class Policy(StrEnum):
     MARK = "mark"  # keep failed claims, flagged
     DROP = "drop"  # remove failed and unsupported claims from the answer
@@ -96,6 +107,8 @@ class Citation:
     found_elsewhere: int | None = None  # quote not in the chunk but verbatim at this doc offset
     offset_unit: str = OFFSET_UNIT
     error: str = ""
+    drift: str = ""  # a DriftStatus value, once a sweep has checked this citation
+    drift_detail: str = ""  # what the sweep found (the new text of a changed quote, why it is gone)
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,0 +1,218 @@
+"""`make bench`: the figures the issues ask for, each measured in one run on this machine.
+
+Ratios are taken within one run (the machine is shared and noisy); absolute
+times vary from run to run. Uses ../shared/corpus when present.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import json
+import os
+import random
+import resource
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+SAMPLE = ROOT / "sample_corpus"
+SHARED = ROOT.parent / "shared" / "corpus"
+RESULTS: dict[str, object] = {}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--skip-model", action="store_true", help="use the test embedder (no model figures)")
+    parser.add_argument("-o", "--output", default="build/bench.json")
+    args = parser.parse_args()
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    sys.path.insert(0, str(ROOT))
+    work = Path(tempfile.mkdtemp(prefix="spanindex-bench-"))
+    try:
+        corpus = SHARED if SHARED.is_dir() else SAMPLE
+        bench_parse(corpus)
+        index_dir = bench_build(corpus, work, args.skip_model)
+        bench_verify(index_dir, work)
+        bench_reindex(work, args.skip_model)
+        bench_chunk_stability()
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    Path(args.output).parent.mkdir(parents=True, exist_ok=True)
+    Path(args.output).write_text(json.dumps(RESULTS, indent=2) + "\n")
+    print(f"\nwritten to {args.output}")
+
+
+def report(key: str, value, text: str) -> None:
+    RESULTS[key] = value
+    print(f"{text}")
+
+
+def bench_parse(corpus: Path) -> None:
+    """Our PDF parser against PyMuPDF's plain rawdict extraction of the same pages."""
+    import pymupdf
+
+    from ingest.pdf import parse_pdf
+
+    print("== parsing")
+    pdfs = sorted((corpus).rglob("*.pdf"))
+    readable = []
+    for path in pdfs:
+        try:
+            with pymupdf.open(path) as doc:
+                if not doc.needs_pass and doc.page_count:
+                    readable.append(path.read_bytes())
+        except Exception:  # noqa: BLE001 - unreadable files are not part of the comparison
+            continue
+    pages = 0
+    started = time.perf_counter()
+    for data in readable:
+        with pymupdf.open(stream=data, filetype="pdf") as doc:
+            for page in doc:
+                page.get_text("rawdict")
+                pages += 1
+    raw_seconds = time.perf_counter() - started
+    from ingest.pdf import TEXT_FLAGS
+
+    started = time.perf_counter()
+    for data in readable:
+        with pymupdf.open(stream=data, filetype="pdf") as doc:
+            for page in doc:
+                page.get_text("rawdict", flags=TEXT_FLAGS)
+    same_flags_seconds = time.perf_counter() - started
+    gc.collect()
+    started = time.perf_counter()
+    for i, data in enumerate(readable):
+        parse_pdf(data, f"doc{i}.pdf")
+    ours_seconds = time.perf_counter() - started
+    report("parse_pdf_pages", pages, f"{pages} PDF pages from {len(readable)} files")
+    report("rawdict_pages_per_s", round(pages / raw_seconds, 1), f"  PyMuPDF get_text('rawdict'): {raw_seconds:.2f} s, {pages / raw_seconds:.0f} pages/s")
+    report("parse_pdf_pages_per_s", round(pages / ours_seconds, 1), f"  spanindex parse_pdf (text + every glyph box): {ours_seconds:.2f} s, {pages / ours_seconds:.0f} pages/s")
+    report("rawdict_same_flags_pages_per_s", round(pages / same_flags_seconds, 1),
+           f"  PyMuPDF get_text('rawdict') with the parser's flags (no images): {same_flags_seconds:.2f} s, {pages / same_flags_seconds:.0f} pages/s")
+    report("parse_vs_rawdict", round(ours_seconds / raw_seconds, 2), f"  parse_pdf / rawdict time: {ours_seconds / raw_seconds:.2f}x "
+           f"(default flags), {ours_seconds / same_flags_seconds:.2f}x (same flags)")
+
+
+def bench_build(corpus: Path, work: Path, skip_model: bool) -> Path:
+    from ingest.build import BuildSettings, build_index
+    from ingest.embed import HashingEmbedder, SentenceTransformerEmbedder
+
+    print(f"== full build of {corpus.relative_to(ROOT.parent) if corpus == SHARED else corpus.name}")
+    embedder = HashingEmbedder() if skip_model else SentenceTransformerEmbedder()
+    index_dir = work / "index"
+    started = time.perf_counter()
+    result = build_index(corpus, index_dir, BuildSettings(), embedder=embedder)
+    seconds = time.perf_counter() - started
+    peak_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    children_mb = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
+    statuses = dict(sorted(result.by_status.items()))
+    report("build_documents", statuses, f"  documents: {statuses} ({result.n_files} files)")
+    report("build_chunks", result.chunks, f"  chunks: {result.chunks}")
+    report("build_seconds", round(seconds, 1), f"  build: {seconds:.1f} s (parse {result.parse_seconds:.1f} s summed over workers, embed {result.embed_seconds:.1f} s)")
+    if result.embed_seconds:
+        report("embed_chunks_per_s", round(result.chunks_embedded / result.embed_seconds, 1),
+               f"  embedding: {result.chunks_embedded / result.embed_seconds:.1f} chunks/s on {getattr(embedder, 'device', 'cpu')}")
+    report("build_peak_rss_mb", round(peak_mb), f"  peak RSS: {peak_mb:.0f} MB (embedding process), {children_mb:.0f} MB (largest worker)")
+    return index_dir
+
+
+def bench_verify(index_dir: Path, work: Path) -> None:
+    import index
+    from index.verify import Verifier
+    from schemas.citations import Support
+
+    print("== verification")
+    idx = index.open(index_dir)
+    rng = random.Random(0)
+    supports = []
+    for doc in idx.documents():
+        if doc.n_chunks:
+            for chunk in rng.sample(idx.chunks_of(doc.doc_id), min(20, doc.n_chunks)):
+                a = rng.randrange(0, max(1, len(chunk.text) - 80))
+                supports.append(Support(chunk.chunk_id, chunk.text[a : a + 80]))
+    verifier = Verifier(idx)
+    for support in supports:
+        verifier.cite(support)  # warm: maps and texts loaded
+    started, done = time.perf_counter(), 0
+    while time.perf_counter() - started < 3:
+        for support in supports:
+            verifier.cite(support)
+        done += len(supports)
+    rate = done / (time.perf_counter() - started)
+    report("verify_citations_per_s", round(rate), f"  warm index: {rate:,.0f} citations/s ({len(supports)} distinct exact quotes, PDF and HTML)")
+
+    answer = work / "answer50.json"
+    claims = [{"claim_id": f"c{i}", "text": "claim", "support": [{"chunk_id": s.chunk_id, "quote": s.quote}]}
+              for i, s in enumerate(supports[:50])]
+    answer.write_text(json.dumps({"answer_id": "bench", "claims": claims}))
+    times = []
+    for _ in range(5):
+        started = time.perf_counter()
+        subprocess.run([sys.executable, "-m", "index", "verify", str(index_dir), str(answer), "-o", str(work / "r.jsonl")],
+                       cwd=ROOT, check=True, capture_output=True)
+        times.append(time.perf_counter() - started)
+    cold = sorted(times)[len(times) // 2]
+    report("verify_50_claims_cold_s", round(cold, 3), f"  `spanindex verify` of a 50-claim answer, cold process: {cold:.2f} s (median of 5)")
+
+
+def bench_reindex(work: Path, skip_model: bool) -> None:
+    from ingest.build import BuildSettings, build_index
+    from ingest.embed import HashingEmbedder, SentenceTransformerEmbedder
+
+    print("== reindex after changing one document (sample_corpus)")
+    corpus = shutil.copytree(SAMPLE, work / "reindex-corpus")
+    index_dir = work / "reindex-index"
+    embedder = HashingEmbedder() if skip_model else SentenceTransformerEmbedder()
+    started = time.perf_counter()
+    build_index(corpus, index_dir, BuildSettings(), embedder=embedder)
+    full = time.perf_counter() - started
+    policy = corpus / "docs" / "long-policy.md"
+    text = policy.read_text()
+    cut = text.index("\n\n", 500) + 2
+    policy.write_text(text[:cut] + "A paragraph inserted for the benchmark, about nothing in particular.\n\n" + text[cut:])
+    started = time.perf_counter()
+    result = build_index(corpus, index_dir, BuildSettings(), embedder=embedder)
+    incremental = time.perf_counter() - started
+    report("reindex_full_s", round(full, 2), f"  full build: {full:.2f} s")
+    report("reindex_one_changed_s", round(incremental, 2),
+           f"  after changing 1 of {result.n_files} documents: {incremental:.2f} s ({incremental / full:.0%} of the full build); "
+           f"{result.chunks_embedded} chunks embedded, {result.chunks_reused} reused")
+
+
+def bench_chunk_stability() -> None:
+    """Insert one paragraph near the start of a 50-page document: how many chunks keep their text."""
+    from ingest.chunker import chunk_spans
+    from ingest.model import load_tokenizer, resolve_model
+    from ingest.pdf import parse_pdf
+    from schemas.records import ChunkerSettings
+
+    print("== chunk stability")
+    source = SHARED / "pdf" / "GeoTopo-komprimiert.pdf"
+    if source.is_file():
+        parsed = parse_pdf(source.read_bytes(), "geotopo.pdf")
+        text = parsed.text[: parsed.pages[49].end]  # the first 50 pages
+        what = "first 50 pages of GeoTopo (shared corpus)"
+    else:
+        text = (SAMPLE / "docs" / "long-policy.md").read_text() * 4
+        what = "long-policy.md x4 (shared corpus absent)"
+    tokenizer = load_tokenizer(resolve_model())
+    settings = ChunkerSettings()
+    cut = text.index("\n\n", len(text) // 50) + 2
+    edited = text[:cut] + "An inserted paragraph, two sentences long. It was not there before.\n\n" + text[cut:]
+    started = time.perf_counter()
+    before = [text[s.start : s.end] for s in chunk_spans(text, tokenizer, settings)]
+    seconds = time.perf_counter() - started
+    after = {edited[s.start : s.end] for s in chunk_spans(edited, tokenizer, settings)}
+    kept = sum(t in after for t in before) / len(before)
+    report("chunks_kept_after_insert", round(kept, 4),
+           f"  {what}: {len(before)} chunks, {kept:.1%} keep identical text after a paragraph inserted at 2% "
+           f"(chunking {len(text) / seconds / 1e6:.2f} MB/s)")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,186 @@
+"""Check the live generation end to end: checksums, counts, ids, and every offset.
+
+Each fault names the file, row or document it is about. An index passes when
+the list is empty.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections import Counter
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from index.layout import FAISS_FILE, TABLE_FILES, VECTORS_FILE, IndexPaths, read_current
+from index.store import Generation
+from schemas.errors import IndexFormatError
+from schemas.records import DocStatus, MediaType
+from schemas.tables import check_schema
+
+
+@dataclass(frozen=True, slots=True)
+class Fault:
+    where: str
+    message: str
+
+    def __str__(self) -> str:
+        return f"{self.where}: {self.message}"
+
+
+def fsck(root: str | Path, generation: str | None = None) -> list[Fault]:
+    """Every fault found in the live (or named) generation of the index at ``root``."""
+    paths = IndexPaths(Path(root))
+    name = generation or read_current(paths)
+    if name is None:
+        return [Fault(str(paths.current), "missing: no live generation")]
+    if not paths.generation(name).is_dir():
+        return [Fault(str(paths.current), f"names generation {name!r}, which does not exist")]
+    try:
+        gen = Generation(paths, name)
+    except IndexFormatError as exc:
+        return [Fault(f"generations/{name}", str(exc))]
+    faults = _checksums(gen)
+    if faults:
+        return faults  # a damaged file makes every later check meaningless
+    faults += _schemas(gen)
+    if faults:
+        return faults
+    faults += _counts(gen)
+    faults += _documents_and_chunks(gen)
+    faults += _offset_maps(gen)
+    return faults
+
+
+def _checksums(gen: Generation) -> list[Fault]:
+    faults = []
+    expected = gen.manifest.table_sha256
+    for file_name in [*TABLE_FILES.values(), FAISS_FILE, VECTORS_FILE]:
+        path = gen.dir / file_name
+        if not path.is_file():
+            faults.append(Fault(f"{gen.name}/{file_name}", "missing"))
+            continue
+        digest = hashlib.sha256(path.read_bytes()).hexdigest()
+        if expected.get(file_name) != digest:
+            faults.append(Fault(f"{gen.name}/{file_name}", "checksum differs from the manifest"))
+    return faults
+
+
+def _schemas(gen: Generation) -> list[Fault]:
+    import pyarrow.parquet as pq
+
+    faults = []
+    for table, file_name in TABLE_FILES.items():
+        try:
+            check_schema(table, pq.read_schema(gen.dir / file_name), f"{gen.name}/{file_name}")
+        except IndexFormatError as exc:
+            faults.append(Fault(f"{gen.name}/{file_name}", str(exc)))
+    return faults
+
+
+def _counts(gen: Generation) -> list[Fault]:
+    faults = []
+    m = gen.manifest
+    documents, chunks = gen.table("documents"), gen.table("chunks")
+    if documents.num_rows != m.n_documents:
+        faults.append(Fault("documents.parquet", f"{documents.num_rows} rows, manifest says {m.n_documents}"))
+    if chunks.num_rows != m.n_chunks:
+        faults.append(Fault("chunks.parquet", f"{chunks.num_rows} rows, manifest says {m.n_chunks}"))
+    declared = sum(documents.column("n_chunks").to_pylist())
+    if declared != chunks.num_rows:
+        faults.append(Fault("documents.parquet", f"n_chunks sums to {declared}, chunks.parquet has {chunks.num_rows}"))
+    vectors = gen.vectors()
+    if vectors.shape[0] != chunks.num_rows:
+        faults.append(Fault(VECTORS_FILE, f"{vectors.shape[0]} vectors for {chunks.num_rows} chunks"))
+    faiss_index = gen.faiss()
+    if faiss_index.ntotal != chunks.num_rows:
+        faults.append(Fault(FAISS_FILE, f"ntotal {faiss_index.ntotal} != {chunks.num_rows} chunks"))
+    if faiss_index.d != m.model_dim:
+        faults.append(Fault(FAISS_FILE, f"dimension {faiss_index.d}, manifest says {m.model_dim}"))
+    if sorted(documents.column("doc_id").to_pylist()) != sorted(m.files):
+        faults.append(Fault("manifest.json", "files do not match documents.parquet"))
+    return faults
+
+
+def _documents_and_chunks(gen: Generation) -> list[Fault]:
+    faults = []
+    documents = gen.table("documents").to_pylist()
+    for doc_id, count in Counter(d["doc_id"] for d in documents).items():
+        if count > 1:
+            faults.append(Fault("documents.parquet", f"doc_id {doc_id!r} appears {count} times"))
+    chunks = gen.table("chunks")
+    ids = chunks.column("chunk_id").to_pylist()
+    for chunk_id, count in Counter(ids).items():
+        if count > 1:
+            faults.append(Fault("chunks.parquet", f"chunk_id {chunk_id!r} appears {count} times"))
+    vector_ids = chunks.column("vector_id").to_numpy()
+    if not np.array_equal(vector_ids, np.arange(len(vector_ids))):
+        faults.append(Fault("chunks.parquet", "vector_id is not the row number"))
+    by_doc = gen.doc_slices("chunks")
+    for doc in documents:
+        where = f"document {doc['doc_id']}"
+        if doc["status"] != DocStatus.OK.value:
+            if doc["doc_id"] in by_doc:
+                faults.append(Fault(where, f"status {doc['status']} but it has chunks"))
+            continue
+        text = _text(gen, doc["doc_version"])
+        if text is None:
+            faults.append(Fault(where, f"stored text of {doc['doc_version']} is missing"))
+            continue
+        if "sha256:" + hashlib.sha256(text.encode("utf-8")).hexdigest() != doc["doc_version"]:
+            faults.append(Fault(where, "stored text does not hash to its doc_version"))
+        if len(text) != doc["n_chars"]:
+            faults.append(Fault(where, f"n_chars {doc['n_chars']}, stored text has {len(text)}"))
+        source = gen.paths.source(doc["source_sha256"], "." + doc["doc_id"].rsplit(".", 1)[-1])
+        if not source.is_file():
+            faults.append(Fault(where, "stored source file is missing"))
+        rows = gen.rows_of("chunks", doc["doc_id"]).select(["chunk_id", "doc_version", "start", "end", "text", "text_sha256"])
+        for row in rows.to_pylist():
+            if row["doc_version"] != doc["doc_version"]:
+                faults.append(Fault(row["chunk_id"], "doc_version differs from its document's"))
+            if text[row["start"] : row["end"]] != row["text"]:
+                faults.append(Fault(row["chunk_id"], f"text is not doc_text[{row['start']}:{row['end']}]"))
+            if hashlib.sha256(row["text"].encode("utf-8")).hexdigest() != row["text_sha256"]:
+                faults.append(Fault(row["chunk_id"], "text_sha256 does not match the text"))
+    return faults
+
+
+def _offset_maps(gen: Generation) -> list[Fault]:
+    faults = []
+    documents = {d["doc_id"]: d for d in gen.table("documents").to_pylist()}
+    for table in ("pdf_chars", "pdf_pages", "html_map"):
+        for doc_id in gen.doc_slices(table):
+            doc = documents.get(doc_id)
+            if doc is None:
+                faults.append(Fault(f"{table}.parquet", f"rows for unknown document {doc_id!r}"))
+                continue
+            if doc["status"] != DocStatus.OK.value:
+                continue
+            rows = gen.rows_of(table, doc_id)
+            n_chars = doc["n_chars"]
+            starts, ends = rows.column("start").to_numpy(), rows.column("end").to_numpy()
+            if (starts < 0).any() or (ends > n_chars).any() or (starts > ends).any():
+                faults.append(Fault(f"{table}.parquet", f"{doc_id}: a run lies outside its text of {n_chars} characters"))
+            if table == "pdf_chars":
+                lengths = rows.column("boxes").combine_chunks().value_lengths().to_numpy()
+                if not np.array_equal(lengths, 4 * (ends - starts)):
+                    faults.append(Fault("pdf_chars.parquet", f"{doc_id}: boxes do not hold 4 floats per character"))
+            if table == "html_map" and doc["media_type"] == MediaType.HTML.value:
+                source = gen.paths.decoded_source(doc["source_sha256"])
+                if not source.is_file():
+                    faults.append(Fault(doc_id, "decoded HTML source is missing"))
+                    continue
+                n_source = len(source.read_bytes().decode("utf-8"))
+                if (rows.column("src_end").to_numpy() > n_source).any():
+                    faults.append(Fault("html_map.parquet", f"{doc_id}: a source range lies outside the source"))
+                if len(starts) and (starts[0] != 0 or ends[-1] != n_chars or (starts[1:] != ends[:-1]).any()):
+                    faults.append(Fault("html_map.parquet", f"{doc_id}: runs do not cover the text contiguously"))
+    return faults
+
+
+def _text(gen: Generation, doc_version: str) -> str | None:
+    try:
+        return gen.paths.text(doc_version).read_bytes().decode("utf-8")
+    except (FileNotFoundError, IndexFormatError):
+        return None

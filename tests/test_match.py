@@ -1,0 +1,65 @@
+"""The matcher alone: statuses, offsets and the number guard, on small texts and random ones."""
+
+from __future__ import annotations
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from index.match import match_quote, numbers_kept
+from schemas.citations import CitationStatus
+
+CHUNK = "Growth plan overage is billed at $0.12 per 1,000 API calls. Refunds take 14 days to arrive."
+
+
+def test_an_exact_quote_gives_its_offsets_and_occurrences():
+    m = match_quote(CHUNK + " " + CHUNK, "billed at $0.12 per 1,000")
+    assert m.status is CitationStatus.EXACT and m.occurrences == 2
+    assert CHUNK[m.char_start : m.char_end] == "billed at $0.12 per 1,000"
+
+
+def test_a_reformatted_quote_is_normalized_onto_the_original_span():
+    text = "The work\ufb02ow \u201cinfra-\nstructure\u201d is billed"
+    m = match_quote(text, 'workflow "infrastructure" is billed')
+    assert m.status is CitationStatus.NORMALIZED
+    assert text[m.char_start : m.char_end] == "work\ufb02ow \u201cinfra-\nstructure\u201d is billed"
+
+
+def test_a_quote_with_a_dropped_or_added_word_is_fuzzy_over_whole_words():
+    dropped = match_quote(CHUNK, "Growth plan overage is billed $0.12 per 1,000 API calls.")
+    assert dropped.status is CitationStatus.FUZZY
+    assert CHUNK[dropped.char_start : dropped.char_end] == "Growth plan overage is billed at $0.12 per 1,000 API calls."
+    added = match_quote(CHUNK, "Growth plan overage is always billed at $0.12 per 1,000 API calls.")
+    assert added.status is CitationStatus.FUZZY and added.score >= 0.9
+    assert CHUNK[added.char_start : added.char_end] == "Growth plan overage is billed at $0.12 per 1,000 API calls."
+    too_far = match_quote(CHUNK, "Refunds usually take 14 days to arrive.")  # 31 of 39 characters: 0.89
+    assert too_far.status is CitationStatus.QUOTE_NOT_FOUND
+
+
+def test_a_changed_number_never_verifies_however_close_the_text():
+    for altered in ["billed at $0.21 per 1,000 API calls", "billed at $0.12 per 10,000 API calls", "Refunds take 15 days to arrive."]:
+        assert match_quote(CHUNK, altered).status is CitationStatus.QUOTE_NOT_FOUND, altered
+
+
+def test_numbers_keep_their_separators_and_multiplicity():
+    assert numbers_kept("1,000 and 1,000", "1,000 then 1,000")
+    assert not numbers_kept("1,000 and 1,000", "1,000 then 2,000")
+    assert not numbers_kept("1.000", "1,000")
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.text(min_size=20, max_size=300), st.data())
+def test_any_substring_is_found_exactly_at_its_first_occurrence(text, data):
+    start = data.draw(st.integers(0, len(text) - 12))
+    end = data.draw(st.integers(start + 12, len(text)))
+    quote = text[start:end]
+    m = match_quote(text, quote, min_chars=1)
+    assert m.status is CitationStatus.EXACT
+    assert m.char_start == text.find(quote) and text[m.char_start : m.char_end] == quote
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.text(min_size=30, max_size=200), st.text(min_size=15, max_size=60))
+def test_a_verified_match_always_lies_inside_the_chunk(text, quote):
+    m = match_quote(text, quote)
+    if m.status.verified:
+        assert 0 <= m.char_start < m.char_end <= len(text)
