@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import shutil
 from pathlib import Path
 
 import pytest
@@ -80,6 +79,12 @@ def shared_index(tmp_path_factory) -> Path:
     return index_dir
 
 
-def copy_corpus(src: Path, dst: Path) -> Path:
-    shutil.copytree(src, dst)
-    return dst
+@pytest.fixture(scope="session", params=["sample", "shared"])
+def built(request, sample_index_test_model):
+    """(index, corpus root) for sample_corpus/ and ../shared/corpus/ (skipped when absent)."""
+    import index
+
+    if request.param == "sample":
+        return index.open(sample_index_test_model), SAMPLE_CORPUS
+    needs_shared_corpus()
+    return index.open(request.getfixturevalue("shared_index")), SHARED_CORPUS

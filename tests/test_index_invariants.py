@@ -13,22 +13,12 @@ import random
 import unicodedata
 
 import pymupdf
-import pytest
 
 import index
 from ingest.chunker import embed_text
 from schemas.records import DocStatus, MediaType, RunKind
 
-from conftest import SAMPLE_CORPUS, SHARED_CORPUS, needs_shared_corpus
-
-
-@pytest.fixture(scope="module", params=["sample", "shared"])
-def built(request, sample_index_test_model, shared_index):
-    """(index, corpus root) for each corpus; the shared one skips when absent."""
-    if request.param == "sample":
-        return index.open(sample_index_test_model), SAMPLE_CORPUS
-    needs_shared_corpus()
-    return index.open(shared_index), SHARED_CORPUS
+from conftest import SHARED_CORPUS
 
 
 def _nfkc(text: str) -> str:

@@ -21,17 +21,9 @@ from schemas.citations import CitationStatus, ClaimVerdict, Policy, Support
 from schemas.errors import AnswerFormatError
 from schemas.records import DocStatus, MediaType
 
-from conftest import ROOT, SAMPLE_CORPUS, SHARED_CORPUS, needs_shared_corpus
+from conftest import ROOT
 
 STATUS_COUNTS: collections.Counter = collections.Counter()
-
-
-@pytest.fixture(scope="module", params=["sample", "shared"])
-def built(request, sample_index_test_model, shared_index):
-    if request.param == "sample":
-        return index.open(sample_index_test_model), SAMPLE_CORPUS
-    needs_shared_corpus()
-    return index.open(shared_index), SHARED_CORPUS
 
 
 def _quotes(idx, per_doc=6, seed=3):
