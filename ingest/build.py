@@ -26,7 +26,7 @@ from ingest.normalize import NORMALIZER_VERSION
 from ingest.parse import PARSER_VERSION, media_type_of
 from ingest.pool import process_in_workers
 from ingest.reuse import LiveGeneration, VectorQueue, carry_over
-from ingest.vectors import build_faiss
+from ingest.vectors import build_faiss, check_factory
 from ingest.worker import DocResult, FileJob, WorkerSettings
 from ingest.write import GenerationWriter
 from schemas.records import ChunkerSettings, DocStatus, Manifest
@@ -121,6 +121,7 @@ def build_index(
             from ingest.embed import SentenceTransformerEmbedder
 
             embedder = SentenceTransformerEmbedder(model)
+        check_factory(settings.faiss_factory, embedder.dim)
         live, full_reason = LiveGeneration.open_compatible(paths, settings, embedder, NORMALIZER_VERSION)
         name = _next_generation_name(paths)
         report = BuildReport(generation=name, full_reason=full_reason)

@@ -4,7 +4,20 @@ from __future__ import annotations
 
 import numpy as np
 
+from schemas.errors import SpanindexError
+
 TRAIN_SAMPLE = 100_000
+
+
+def check_factory(factory: str, dim: int) -> None:
+    """Refuse a FAISS factory string before any work is done, not after embedding."""
+    import faiss
+
+    try:
+        faiss.index_factory(dim, factory, faiss.METRIC_INNER_PRODUCT)
+    except RuntimeError as exc:
+        message = str(exc).strip().splitlines()[-1] if str(exc).strip() else "rejected"
+        raise SpanindexError(f"--faiss-factory {factory!r} does not build a {dim}-d index: {message}") from None
 
 
 def build_faiss(vectors: np.ndarray, factory: str) -> tuple[object, str, str]:

@@ -8,6 +8,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
 import pyarrow.parquet as pq
 import pytest
 
@@ -18,7 +19,7 @@ from ingest.lock import BuildLock
 from ingest.model import resolve_model
 from ingest.pool import process_in_workers
 from ingest.worker import FileJob, WorkerSettings, process_file
-from schemas.errors import IndexLockedError
+from schemas.errors import IndexLockedError, SpanindexError
 from schemas.records import ChunkerSettings, DocStatus, MediaType
 
 from conftest import ROOT, SAMPLE_CORPUS
@@ -77,6 +78,22 @@ def test_rebuilding_an_unchanged_corpus_parses_nothing_and_gives_identical_rows(
         assert gen1.table(table).equals(gen2.table(table)), table
     assert (gen1.vectors() == gen2.vectors()).all()
     assert gen1.faiss().ntotal == gen2.faiss().ntotal == first.chunks
+    ids = np.arange(first.chunks)
+    assert (gen1.faiss().reconstruct_batch(ids) == gen2.faiss().reconstruct_batch(ids)).all()
+
+
+def test_faiss_factories_train_fall_back_or_are_refused_up_front(tmp_path):
+    corpus = _small_corpus(tmp_path / "c")
+    (corpus / "long.md").write_text("\n\n".join(f"Paragraph {i} about topic {i % 7}." * 30 for i in range(40)))
+    ivf = build_index(corpus, tmp_path / "ivf", BuildSettings(workers=1, faiss_factory="IVF4,Flat"), embedder=HashingEmbedder())
+    idx = index.open(tmp_path / "ivf")
+    assert idx.manifest.faiss_factory == "IVF4,Flat" and idx.generation.faiss().ntotal == ivf.chunks
+    assert idx.search("topic 3", k=3)
+    small = build_index(corpus, tmp_path / "pq", BuildSettings(workers=1, faiss_factory="IVF1024,PQ16"), embedder=HashingEmbedder())
+    assert index.open(tmp_path / "pq").manifest.faiss_factory == "Flat"
+    assert any("too few to train" in w for w in small.warnings)
+    with pytest.raises(SpanindexError, match="faiss-factory"):
+        build_index(corpus, tmp_path / "bad", BuildSettings(workers=1, faiss_factory="IVF4,PQ48"), embedder=HashingEmbedder())
 
 
 def test_a_second_build_on_a_locked_index_is_refused_naming_the_holder(tmp_path):
