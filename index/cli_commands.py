@@ -80,6 +80,12 @@ def run_build(args) -> int:
         width = max(len(d) for d, _, _ in report.failures)
         for doc_id, status, reason in report.failures:
             print(f"    {doc_id:<{width}}  {status:<8} {reason}")
+    if report.warned:
+        print(f"  {len(report.warned)} document(s) indexed with warnings:")
+        for doc_id, warning in report.warned[: None if args.verbose else 10]:
+            print(f"    {doc_id}: {warning if args.verbose or len(warning) <= 160 else warning[:157] + '...'}")
+        if len(report.warned) > 10 and not args.verbose:
+            print(f"    ... and {len(report.warned) - 10} more (--verbose lists them all)")
     if args.verbose:
         for doc_id, trace in report.internal_errors:
             print(f"--- internal error in {doc_id}:\n{trace}", file=sys.stderr)

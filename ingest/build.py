@@ -65,6 +65,7 @@ class BuildReport:
     failures: list[tuple[str, str, str]] = field(default_factory=list)  # doc_id, status, reason
     internal_errors: list[tuple[str, str]] = field(default_factory=list)  # doc_id, traceback
     skipped: list[str] = field(default_factory=list)  # files of unknown type
+    warned: list[tuple[str, str]] = field(default_factory=list)  # doc_id, what was recovered from
     added: int = 0
     changed: int = 0
     removed: int = 0
@@ -171,6 +172,8 @@ def _write_generation(corpus, paths, settings, model, embedder, live, writer, re
         report.chunks += record.n_chunks
         if record.status is not DocStatus.OK:
             report.failures.append((record.doc_id, record.status.value, record.error))
+        elif record.warning:
+            report.warned.append((record.doc_id, record.warning))
         if progress:
             progress(Progress(done, len(files), result.doc_id, "unchanged" if result.unchanged else record.status.value))
     vectors.flush()
