@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import collections
 import os
 from pathlib import Path
 
@@ -15,6 +16,16 @@ ROOT = Path(__file__).resolve().parent.parent
 SAMPLE_CORPUS = ROOT / "sample_corpus"
 SHARED_CORPUS = ROOT.parent / "shared" / "corpus"
 ARTIFACTS = ROOT / "test-artifacts"
+
+# Citation statuses seen by the real-document verification tests, shown in the summary.
+STATUS_COUNTS: collections.Counter = collections.Counter()
+
+
+def pytest_terminal_summary(terminalreporter):
+    if STATUS_COUNTS:
+        total = sum(STATUS_COUNTS.values())
+        rates = ", ".join(f"{k} {v} ({v / total:.0%})" for k, v in sorted(STATUS_COUNTS.items()))
+        terminalreporter.write_line(f"citation statuses on real-document quotes: {rates}")
 
 
 def shared_corpus_files(kind: str) -> list[Path]:

@@ -21,9 +21,7 @@ from schemas.citations import CitationStatus, ClaimVerdict, Policy, Support
 from schemas.errors import AnswerFormatError
 from schemas.records import DocStatus, MediaType
 
-from conftest import ROOT
-
-STATUS_COUNTS: collections.Counter = collections.Counter()
+from conftest import ROOT, STATUS_COUNTS
 
 
 def _quotes(idx, per_doc=6, seed=3):
@@ -309,9 +307,3 @@ def test_verify_cli_rejects_malformed_answers_without_a_traceback(sample_index_t
     run = _cli("verify", str(sample_index_test_model), str(answer))
     assert run.returncode == 3
     assert "Traceback" not in run.stderr and run.stderr.startswith("spanindex:")
-
-
-def test_status_rates_on_real_documents_are_reported():
-    """Prints the status counts gathered above (the closing note quotes them)."""
-    print("\nstatus counts on real-document quotes:", dict(STATUS_COUNTS))
-    assert STATUS_COUNTS
