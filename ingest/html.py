@@ -19,67 +19,29 @@ from collections import Counter
 from html import unescape
 
 from ingest.encoding import decode_source
+from ingest.html_tags import (
+    BREAKOUT,
+    BUTTON_SCOPE,
+    CLOSES_P,
+    DROPS_FIRST_NEWLINE,
+    FORMATTING,
+    HEADINGS,
+    HIDDEN,
+    IN_HEAD,
+    LIST_SCOPE,
+    PREFORMATTED,
+    ROW_GROUPS,
+    SCOPE,
+    SEPARATOR,
+    SKIPPED_RAW,
+    SPECIAL,
+    STRUCTURAL,
+    TABLE_SCOPE,
+    VOID,
+)
 from ingest.html_text import LINE, PARAGRAPH, TAB, TextBuilder, charref
 from ingest.html_tokens import END, START, TEXT, Tokenizer, parse_attrs
 from schemas.records import MediaType, ParsedDocument, RunKind
-
-_SEPARATOR = {
-    **dict.fromkeys(
-        "p h1 h2 h3 h4 h5 h6 pre listing xmp plaintext blockquote table ul ol dl menu dir "
-        "figure section article header footer main nav aside hr form address".split(),
-        PARAGRAPH,
-    ),
-    **dict.fromkeys(
-        "div li dt dd tr caption figcaption option optgroup details summary center fieldset "
-        "legend hgroup dialog search frameset".split(),
-        LINE,
-    ),
-}
-_HIDDEN = frozenset(
-    "head script style template noscript title noembed noframes iframe datalist rp "
-    "annotation annotation-xml audio video canvas desc".split()
-)
-# Elements the tokenizer reads as raw text and the builder never opens.
-_SKIPPED_RAW = frozenset("script style noscript iframe noembed noframes title".split())
-_PREFORMATTED = frozenset("pre listing textarea xmp plaintext".split())
-_DROPS_FIRST_NEWLINE = frozenset("pre listing textarea".split())
-_VOID = frozenset(
-    "area base basefont bgsound br col embed frame hr image img input keygen link meta "
-    "param source track wbr".split()
-)
-_IN_HEAD = frozenset(
-    "base basefont bgsound link meta title noscript noframes style script template head".split()
-)
-_CLOSES_P = frozenset(
-    "address article aside blockquote center details dialog dir div dl fieldset figcaption "
-    "figure footer form h1 h2 h3 h4 h5 h6 header hgroup hr main menu nav ol p pre listing "
-    "search section summary table ul li dd dt plaintext xmp".split()
-)
-_HEADINGS = frozenset("h1 h2 h3 h4 h5 h6".split())
-_FORMATTING = frozenset("a b big code em font i nobr s small strike strong tt u".split())
-_SPECIAL = frozenset(
-    "address applet area article aside base basefont bgsound blockquote body br button caption "
-    "center col colgroup dd details dir div dl dt embed fieldset figcaption figure footer form "
-    "frame frameset h1 h2 h3 h4 h5 h6 head header hgroup hr html iframe img input keygen li "
-    "link listing main marquee menu meta nav noembed noframes noscript object ol p param "
-    "plaintext pre script search section select source style summary table tbody td template "
-    "textarea tfoot th thead title tr track ul wbr xmp".split()
-)
-_SCOPE = frozenset("applet caption html table td th marquee object template".split())
-_BUTTON_SCOPE = _SCOPE | {"button"}
-_LIST_SCOPE = _SCOPE | {"ol", "ul"}
-_TABLE_SCOPE = frozenset({"html", "table", "template"})
-_ROW_GROUPS = frozenset({"tbody", "thead", "tfoot"})
-# Start tags that close or open something beyond themselves.
-_STRUCTURAL = _CLOSES_P | _ROW_GROUPS | frozenset(
-    "html body head li dd dt td th tr option optgroup svg math".split()
-)
-# Start tags that end foreign (SVG, MathML) content.
-_BREAKOUT = frozenset(
-    "b big blockquote body br center code dd div dl dt em embed h1 h2 h3 h4 h5 h6 head hr i "
-    "img li listing menu meta nobr ol p pre ruby s small span strong strike sub sup table tt "
-    "u ul var".split()
-)
 
 # Whitespace that is not a lone space, character references, NUL.
 _FLOW_SPLIT = re.compile(r"[\t\n\r\f][ \t\n\r\f]*| [ \t\n\r\f]+|[&\x00]")
@@ -285,13 +247,13 @@ class _TreeBuilder:
     def _start(self, start: int, end: int, name: str, self_closing: bool, attrs_at: int) -> None:
         if self.foreign and not self._foreign_start(start, end, name, self_closing, attrs_at):
             return
-        if self.head is not None and name not in _IN_HEAD and self.stack[-1] is self.head:
+        if self.head is not None and name not in IN_HEAD and self.stack[-1] is self.head:
             self._close_head(start)
-        if not self.head_done and name not in _IN_HEAD and name != "html":
+        if not self.head_done and name not in IN_HEAD and name != "html":
             self.head_done = True  # a <head> after body content is ignored
-        if name in _STRUCTURAL and not self._implicit_closes(start, name, self_closing):
+        if name in STRUCTURAL and not self._implicit_closes(start, name, self_closing):
             return
-        if name in _VOID or name in _SKIPPED_RAW:
+        if name in VOID or name in SKIPPED_RAW:
             if name in ("br", "hr") and not self.hidden:
                 if not self._is_hidden(name, attrs_at, end):
                     if name == "br":
@@ -299,8 +261,8 @@ class _TreeBuilder:
                     else:
                         self.out.separator(PARAGRAPH, start)
             return
-        sep = _SEPARATOR.get(name, 0)
-        self._push(name, self._is_hidden(name, attrs_at, end), name in _PREFORMATTED,
+        sep = SEPARATOR.get(name, 0)
+        self._push(name, self._is_hidden(name, attrs_at, end), name in PREFORMATTED,
                    name in ("svg", "math"), sep)
         if sep and not self.hidden:
             self.out.separator(sep, start)
@@ -309,14 +271,14 @@ class _TreeBuilder:
             if row[5]:
                 self.out.separator(TAB, start)
             row[5] += 1
-        elif name in _DROPS_FIRST_NEWLINE:
+        elif name in DROPS_FIRST_NEWLINE:
             self.first_newline_at = end
 
     def _foreign_start(
         self, start: int, end: int, name: str, self_closing: bool, attrs_at: int
     ) -> bool:
         """A start tag inside SVG or MathML; True if it leaves foreign content."""
-        if name not in _BREAKOUT:
+        if name not in BREAKOUT:
             if not self_closing:
                 self._push(name, self._is_hidden(name, attrs_at, end), False, True, 0)
             return False
@@ -333,21 +295,21 @@ class _TreeBuilder:
                 self._close_head(start)
             self.head_done = name != "html" or self.head_done
             return False
-        if name in _CLOSES_P and self.open_names["p"]:
-            self._close_in_scope("p", _BUTTON_SCOPE, start)
+        if name in CLOSES_P and self.open_names["p"]:
+            self._close_in_scope("p", BUTTON_SCOPE, start)
         if name == "li" and self.open_names["li"]:
             self._close_list_item(("li",), start)
         elif name in ("dd", "dt") and (self.open_names["dd"] or self.open_names["dt"]):
             self._close_list_item(("dd", "dt"), start)
-        elif name in _HEADINGS and self.stack and self.stack[-1][0] in _HEADINGS:
+        elif name in HEADINGS and self.stack and self.stack[-1][0] in HEADINGS:
             self._pop(start)
         elif name in ("td", "th"):
             return self._start_cell(start)
-        elif name == "tr" or name in _ROW_GROUPS:
+        elif name == "tr" or name in ROW_GROUPS:
             if not self.open_names["table"]:
                 return False
             if self.open_names["tr"]:
-                self._close_in_scope("tr", _TABLE_SCOPE, start)
+                self._close_in_scope("tr", TABLE_SCOPE, start)
             return name == "tr"
         elif name == "option" and self.stack and self.stack[-1][0] == "option":
             self._pop(start)
@@ -385,14 +347,14 @@ class _TreeBuilder:
                     while len(stack) > i:
                         self._pop(start)
                     return
-        if name in _FORMATTING:
-            scope = _SCOPE
-        elif name in _SPECIAL:
-            scope = (_TABLE_SCOPE if name in ("table", "tr", "td", "th", "caption")
-                     else _LIST_SCOPE if name == "li"
-                     else _BUTTON_SCOPE if name == "p" else _SCOPE)
+        if name in FORMATTING:
+            scope = SCOPE
+        elif name in SPECIAL:
+            scope = (TABLE_SCOPE if name in ("table", "tr", "td", "th", "caption")
+                     else LIST_SCOPE if name == "li"
+                     else BUTTON_SCOPE if name == "p" else SCOPE)
         else:  # any other end tag stops at the first special element
-            scope = _SPECIAL
+            scope = SPECIAL
         for i in range(len(stack) - 1, -1, -1):
             open_name = stack[i][0]
             if open_name == name:
@@ -403,11 +365,11 @@ class _TreeBuilder:
                 return
         else:
             return
-        if name in _FORMATTING:
+        if name in FORMATTING:
             # Close it and the inline elements inside it, but leave open the blocks
             # that started inside it (what the adoption agency amounts to here).
             for j in range(i + 1, len(stack)):
-                if stack[j][0] in _SPECIAL:
+                if stack[j][0] in SPECIAL:
                     for _ in range(j - i):
                         self._remove(i, start)
                     return
@@ -425,12 +387,12 @@ class _TreeBuilder:
                     while len(self.stack) > i:
                         self._pop(start)
                     break
-                if open_name in _TABLE_SCOPE:
+                if open_name in TABLE_SCOPE:
                     break
         for entry in reversed(self.stack):
             if entry[0] == "tr":
                 return True
-            if entry[0] in _TABLE_SCOPE:
+            if entry[0] in TABLE_SCOPE:
                 break
         self._push("tr", False, False, False, LINE)
         if not self.hidden:
@@ -456,7 +418,7 @@ class _TreeBuilder:
                 while len(stack) > i:
                     self._pop(at)
                 return
-            if open_name in _SPECIAL and open_name not in ("address", "div", "p"):
+            if open_name in SPECIAL and open_name not in ("address", "div", "p"):
                 return
 
     def _close_head(self, at: int) -> None:
@@ -471,7 +433,7 @@ class _TreeBuilder:
         raise AssertionError(name)
 
     def _is_hidden(self, name: str, attrs_at: int, end: int) -> bool:
-        if name in _HIDDEN:
+        if name in HIDDEN:
             return True
         if name == "dialog":
             return "open" not in parse_attrs(self.source, attrs_at, end - 1)
