@@ -41,6 +41,11 @@ test: venv
 test-fast: venv
 	$(BIN)/python -m pytest -m "not slow and not browser"
 
+# The viewer on the sample index (built first if absent): http://127.0.0.1:8000/ (PORT=8001 make serve).
+serve: venv
+	test -f $(INDEX)/CURRENT || $(BIN)/spanindex build sample_corpus --index $(INDEX)
+	$(BIN)/spanindex serve $(INDEX) --host 127.0.0.1 --port $${PORT:-8000}
+
 bench: venv
 	$(BIN)/python -m benchmarks.run
 

@@ -34,6 +34,7 @@ def build_parser() -> argparse.ArgumentParser:
     # Importing the command modules registers their subcommands, in this order.
     from index import cli_commands  # noqa: F401, I001
     from index import cli_cite  # noqa: F401
+    from index import cli_view  # noqa: F401
 
     parser = argparse.ArgumentParser(
         prog="spanindex",

@@ -1,0 +1,212 @@
+"""Citation records as a page a reader verifies in one click.
+
+``render_report`` writes one self-contained HTML file: claims in order, each
+with its citation markers; a marker's popup gives the quote and its place, a
+click opens the source at the highlight in a side panel (the cited PDF page
+with boxes over the glyphs, the HTML source with the span marked, or the
+text). Only cited pages are embedded, as data: URIs; the CSS and the one
+script are inline, and a CSP meta tag allows that script alone, by hash.
+The server renders the same claims with the same templates (``answer_views``),
+linking page images instead of embedding them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from enum import StrEnum
+from pathlib import Path
+from urllib.parse import quote as percent_encode
+
+from markupsafe import Markup
+
+from index.page_images import DEFAULT_ZOOM, render_page
+from index.reader import Index
+from index.records_io import to_json
+from index.verify import summarize
+from index.views import PageView, SourceView, ViewBuilder
+from index.web.templating import asset, environment, script_hash
+from schemas.citations import Citation, ClaimRecord, ClaimVerdict, VerifySummary
+
+
+class ClaimState(StrEnum):
+    VERIFIED = "verified"
+    UNVERIFIED = "unverified"
+    ABSTENTION = "abstention"  # no support given: the model said it had no source
+    DROPPED = "dropped"  # removed from the answer by policy
+    INVALID = "invalid"
+
+
+_BADGES = {
+    ClaimState.VERIFIED: "",
+    ClaimState.UNVERIFIED: "unverified",
+    ClaimState.ABSTENTION: "abstention: no source given",
+    ClaimState.DROPPED: "dropped by policy",
+    ClaimState.INVALID: "invalid",
+}
+
+
+@dataclass(frozen=True, slots=True)
+class Marker:
+    """One citation of one claim: its number in the answer, popup text and source view."""
+
+    number: int
+    key: str  # the id of its view in the panel
+    citation: Citation
+    view: SourceView
+
+    @property
+    def verified(self) -> bool:
+        return self.citation.status.verified
+
+    @property
+    def quote(self) -> str:
+        return self.citation.quote if self.verified else self.citation.model_quote
+
+
+@dataclass(frozen=True, slots=True)
+class ClaimView:
+    record: ClaimRecord
+    state: ClaimState
+    badge: str
+    markers: tuple[Marker, ...]
+
+    @property
+    def failures(self) -> tuple[Marker, ...]:
+        return tuple(m for m in self.markers if not m.verified)
+
+
+@dataclass(frozen=True, slots=True)
+class AnswerView:
+    answer_id: str
+    claims: tuple[ClaimView, ...]
+    summary: VerifySummary
+
+
+@dataclass(frozen=True, slots=True)
+class Links:
+    """Where the page finds what it does not carry itself."""
+
+    page_image: Callable[[PageView], tuple[str, str]]  # (attribute, value) for the <img>
+    source_file: Callable[[str, int | None], str]  # the original file (PDF: at #page=N); "" for none
+    live_page: Callable[[str, str], str] | None = None  # (doc_id, locator) -> a page that honours it
+    chunk: Callable[[str], str] | None = None  # chunk id -> its inspector
+
+
+_VERDICT_STATES = {
+    ClaimVerdict.VERIFIED: ClaimState.VERIFIED,
+    ClaimVerdict.UNVERIFIED: ClaimState.UNVERIFIED,
+    ClaimVerdict.UNSUPPORTED: ClaimState.ABSTENTION,
+    ClaimVerdict.INVALID: ClaimState.INVALID,
+}
+
+
+def claim_state(record: ClaimRecord) -> ClaimState:
+    return ClaimState.DROPPED if record.dropped else _VERDICT_STATES[record.verdict]
+
+
+def answer_views(records: Iterable[ClaimRecord], views: ViewBuilder) -> list[AnswerView]:
+    """Records grouped by answer, in order; citations numbered through each answer."""
+    grouped: dict[str, list[ClaimRecord]] = {}
+    for record in records:
+        grouped.setdefault(record.answer_id, []).append(record)
+    answers = []
+    for a, (answer_id, answer_records) in enumerate(grouped.items()):
+        number, claims = 0, []
+        for record in answer_records:
+            markers = []
+            for citation in record.citations:
+                number += 1
+                markers.append(Marker(number, f"a{a}-c{number}", citation, views.citation(citation)))
+            state = claim_state(record)
+            badge = _BADGES[state]
+            if record.dropped:  # and what it was before the policy removed it
+                badge += " · " + (_BADGES[_VERDICT_STATES[record.verdict]] or "verified")
+            claims.append(ClaimView(record, state, badge, tuple(markers)))
+        answers.append(AnswerView(answer_id, tuple(claims), summarize(answer_records)))
+    return answers
+
+
+def page_views(answers: Iterable[AnswerView]) -> list[PageView]:
+    """Every page a report shows, once each."""
+    seen: dict[tuple[str, int], PageView] = {}
+    for answer in answers:
+        for claim in answer.claims:
+            for marker in claim.markers:
+                for page in marker.view.pages:
+                    seen.setdefault((page.doc_id, page.page), page)
+    return list(seen.values())
+
+
+def render_report(
+    index: Index,
+    records: Iterable[ClaimRecord],
+    *,
+    zoom: float = DEFAULT_ZOOM,
+    source_base: str | None = None,
+    title: str = "",
+) -> str:
+    """One self-contained HTML page of the records; it needs no network to open.
+
+    ``source_base`` is where the original files are published (``{source_base}/{doc_id}``);
+    without it, the links to originals point at the index's stored copies (file: URLs).
+
+    >>> html = render_report(index.open("build/sample-index"), records)   # doctest: +SKIP
+    """
+    records = list(records)
+    answers = answer_views(records, ViewBuilder(index))
+    images: dict[str, str] = {}
+    keys: dict[tuple[str, int], str] = {}
+    for page in page_views(answers):
+        key = f"p{len(keys)}"
+        keys[(page.doc_id, page.page)] = key
+        image = render_page(index.source_path(page.doc_id), page.page, zoom, doc_id=page.doc_id)
+        images[key] = image.data_uri()
+
+    def source_file(doc_id: str, page: int | None) -> str:
+        if source_base:
+            url = source_base.rstrip("/") + "/" + percent_encode(doc_id)
+        else:
+            url = index.source_path(doc_id).resolve().as_uri()
+        return url + (f"#page={page}" if page else "")
+
+    # With a published copy, an HTML citation also links the live page at its text fragment.
+    live_page = (lambda doc_id, locator: source_file(doc_id, None) + locator) if source_base else None
+    links = Links(
+        page_image=lambda page: ("data-src-ref", keys[(page.doc_id, page.page)]),
+        source_file=source_file,
+        live_page=live_page,
+    )
+    script = asset("viewer.js")
+    csp = "; ".join([
+        "default-src 'none'",
+        f"script-src {script_hash(script)}",
+        "style-src 'unsafe-inline'",  # our stylesheet, box positions, and the sources' own CSS
+        "img-src data:",
+        "frame-src 'none'",  # srcdoc frames only: a link inside a source cannot load anything
+        "base-uri 'none'",
+        "form-action 'none'",
+    ])
+    return environment().get_template("report.html").render(
+        title=title or _title(answers),
+        answers=answers,
+        links=links,
+        generation=index.generation.name,
+        inline_assets=True,
+        css=Markup(asset("viewer.css")),  # our own files, not document content
+        script=Markup(script),
+        csp=csp,
+        page_images=images,
+        records_json=[to_json(r) for r in records],
+    )
+
+
+def write_report(index: Index, records: Iterable[ClaimRecord], output: str | Path, **options) -> Path:
+    output = Path(output)
+    output.write_text(render_report(index, records, **options), encoding="utf-8")
+    return output
+
+
+def _title(answers: list[AnswerView]) -> str:
+    ids = [a.answer_id for a in answers if a.answer_id]
+    return "Answer " + ", ".join(ids) if ids else "Verified answer"

@@ -1,0 +1,186 @@
+"""`spanindex serve`: search, verify and inspect an index in the browser, plus a JSON API.
+
+Pages: ``/`` search (hits highlighted on their page image or HTML source),
+``/verify`` (an answer in, the report view out), ``/inspect`` (one chunk: text,
+offsets, tokens, line rectangles on the page). Documents are served only by
+id, looked up in the index: ``/documents/{doc_id}/pages/{n}.png`` (rendered by
+PyMuPDF on request, cached), ``/file`` (the stored original), ``/view`` (a
+stored HTML page, defused, where a text fragment can land). API under
+``/api``, described at ``/openapi.json``.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+from typing import Annotated
+
+from fastapi import FastAPI, File, Form, HTTPException, Query, Request, UploadFile
+from fastapi.responses import FileResponse, HTMLResponse, JSONResponse, Response
+from fastapi.staticfiles import StaticFiles
+from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.middleware.trustedhost import TrustedHostMiddleware
+
+from index.answers import parse_answer
+from index.chunk_tokens import chunk_tokens
+from index.inspect import inspect_chunk
+from index.page_images import DEFAULT_ZOOM
+from index.render import answer_views
+from index.source_view import defused_html
+from index.verify import verify_answer
+from index.web import api
+from index.web.security import MAX_BODY_BYTES, PDF_CSP, SANDBOX_CSP, BodyLimit, SecurityHeaders
+from index.web.templating import environment
+from index.web.viewer import Viewer
+from schemas.citations import Policy
+from schemas.errors import AnswerFormatError, SpanindexError
+from schemas.records import MediaType
+
+LOOPBACK_HOSTS = ["127.0.0.1", "localhost", "[::1]", "::1"]
+MAX_PAGE_HITS = 50
+
+
+def create_app(
+    index_dir: str | Path,
+    *,
+    zoom: float = DEFAULT_ZOOM,
+    max_body_bytes: int = MAX_BODY_BYTES,
+    allowed_hosts: list[str] | None = None,
+) -> FastAPI:
+    """The viewer over the live generation of ``index_dir``.
+
+    ``allowed_hosts`` defaults to loopback names: a page elsewhere that rebinds its
+    DNS name to 127.0.0.1 must not read the index through the browser.
+
+    >>> app = create_app("build/sample-index")   # doctest: +SKIP
+    """
+    viewer = Viewer(index_dir, zoom=zoom)
+    app = FastAPI(
+        title="spanindex viewer",
+        summary="Search, verify and inspect an offset-preserving chunk index.",
+        version="1",
+        docs_url=None,  # Swagger UI would load scripts from a CDN
+        redoc_url=None,
+    )
+    app.state.viewer = viewer
+    app.include_router(api.router)
+    app.mount("/static", StaticFiles(packages=[("index.web", "static")]), name="static")
+    app.add_middleware(TrustedHostMiddleware, allowed_hosts=allowed_hosts or LOOPBACK_HOSTS)
+    app.add_middleware(BodyLimit, max_bytes=max_body_bytes)
+    app.add_middleware(SecurityHeaders)  # added last: outermost, so every answer carries it
+
+    def page(template: str, status_code: int = 200, **context) -> HTMLResponse:
+        html = environment().get_template(template).render(
+            inline_assets=False, csp="", links=viewer.links, generation=viewer.index.generation.name, **context
+        )
+        return HTMLResponse(html, status_code=status_code)
+
+    @app.exception_handler(StarletteHTTPException)
+    async def http_error(request: Request, exc: StarletteHTTPException):
+        if request.url.path.startswith("/api/"):
+            return JSONResponse({"detail": exc.detail}, status_code=exc.status_code, headers=exc.headers)
+        return page("error.html", exc.status_code, title=str(exc.status_code), active="",
+                    status=exc.status_code, message=exc.detail)
+
+    @app.exception_handler(SpanindexError)
+    async def index_error(request: Request, exc: SpanindexError):
+        # A damaged index or source: say what and where instead of a bare 500.
+        return await http_error(request, StarletteHTTPException(500, str(exc)))
+
+    @app.get("/", response_class=HTMLResponse, include_in_schema=False)
+    def search_page(
+        q: Annotated[str, Query(max_length=2000)] = "",
+        k: Annotated[int, Query(ge=1, le=MAX_PAGE_HITS)] = 5,
+    ):
+        hits = []
+        if q.strip():
+            with viewer.lock:
+                for hit in viewer.index.search(q, k):
+                    hits.append({"hit": hit, "view": viewer.views.chunk(inspect_chunk(viewer.index, hit.chunk_id))})
+        return page("search.html", title="Search", active="search", query=q, k=k, max_k=MAX_PAGE_HITS, hits=hits)
+
+    @app.get("/verify", response_class=HTMLResponse, include_in_schema=False)
+    def verify_form():
+        return _verify_form()
+
+    def _verify_form(status: int = 200, error: str = "", answer_text: str = "", policy: str = "mark"):
+        return page("verify.html", status, title="Verify", active="verify", answers=[], refused=False, error=error,
+                    answer_text=answer_text, policy=policy, policies=[p.value for p in Policy])
+
+    @app.post("/verify", response_class=HTMLResponse, include_in_schema=False)
+    def verify_page(
+        answer: Annotated[str, Form()] = "",
+        answer_file: Annotated[UploadFile | None, File()] = None,
+        policy: Annotated[Policy, Form()] = Policy.MARK,
+    ):
+        raw = answer_file.file.read() if answer_file is not None and answer_file.filename else answer.encode("utf-8")
+        try:
+            parsed = parse_answer(json.loads(raw), where="the answer")
+        except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+            return _verify_form(422, f"not valid JSON: {exc}", answer, policy.value)
+        except AnswerFormatError as exc:
+            return _verify_form(422, str(exc), answer, policy.value)
+        with viewer.lock:
+            records, summary = verify_answer(viewer.index, parsed, policy=policy)
+            answers = answer_views(records, viewer.views)
+        return page("verify.html", title=f"Answer {parsed.answer_id}", active="verify", answers=answers,
+                    refused=summary.refused)
+
+    @app.get("/inspect", response_class=HTMLResponse, include_in_schema=False)
+    def inspect_page(chunk_id: Annotated[str, Query(max_length=2000)] = ""):
+        context = {"title": "Inspect", "active": "inspect", "chunk_id": chunk_id, "place": None}
+        if chunk_id:
+            with viewer.lock:
+                chunk = viewer.index.chunk(chunk_id)
+                if chunk is None:
+                    raise HTTPException(404, f"no chunk {chunk_id!r} in this index")
+                place = inspect_chunk(viewer.index, chunk_id)
+                siblings = [c.chunk_id for c in sorted(viewer.index.chunks_of(chunk.doc_id), key=lambda c: c.seq)]
+                at = siblings.index(chunk_id)
+                context.update(
+                    title=f"Chunk {chunk_id}", place=place, view=viewer.views.chunk(place),
+                    tokens=chunk_tokens(viewer.index.manifest, chunk), siblings=siblings,
+                    previous=siblings[at - 1] if at > 0 else "", next=siblings[at + 1] if at + 1 < len(siblings) else "",
+                )
+        return page("inspect.html", **context)
+
+    @app.get("/documents/{doc_id:path}/pages/{page}.png", include_in_schema=False)
+    def page_image(doc_id: str, page: int):
+        started = time.perf_counter()
+        with viewer.lock:
+            doc = viewer.document(doc_id)
+            if doc is None or doc.media_type is not MediaType.PDF or not 1 <= page <= doc.n_pages:
+                raise HTTPException(404, "no such page")
+            image, cached = viewer.images.get(viewer.index.source_path(doc_id), page, viewer.zoom, doc_id=doc_id)
+        took = (time.perf_counter() - started) * 1000
+        return Response(image.png, media_type="image/png", headers={
+            "Cache-Control": "private, max-age=3600",
+            "Server-Timing": f'render;dur={took:.1f};desc="{"cached" if cached else "pymupdf"}"',
+        })
+
+    @app.get("/documents/{doc_id:path}/file", include_in_schema=False)
+    def source_file(doc_id: str):
+        with viewer.lock:
+            doc = viewer.document(doc_id)
+            path = viewer.index.source_path(doc_id) if doc else None
+        if doc is None or not path.is_file():
+            raise HTTPException(404, "no such document")
+        name = Path(doc_id).name
+        if doc.media_type is MediaType.PDF:
+            return FileResponse(path, media_type="application/pdf", filename=name, content_disposition_type="inline",
+                                headers={"Content-Security-Policy": PDF_CSP})
+        # Markup is shown as text, never rendered from our origin.
+        return FileResponse(path, media_type=f"text/plain; charset={doc.encoding or 'utf-8'}", filename=name,
+                            content_disposition_type="inline", headers={"Content-Security-Policy": SANDBOX_CSP})
+
+    @app.get("/documents/{doc_id:path}/view", include_in_schema=False)
+    def stored_page(doc_id: str):
+        with viewer.lock:
+            doc = viewer.document(doc_id)
+            if doc is None or doc.media_type is not MediaType.HTML:
+                raise HTTPException(404, "no such HTML document")
+            html = defused_html(viewer.index.decoded_source(doc_id))
+        return HTMLResponse(html, headers={"Content-Security-Policy": SANDBOX_CSP})
+
+    return app

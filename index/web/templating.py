@@ -1,0 +1,55 @@
+"""The Jinja environment, the viewer's own assets, and JSON that is safe inside a page.
+
+Autoescape is on for every template: document text, quotes and claim text are
+untrusted and reach the page only escaped. The only ``Markup`` made here is our
+own CSS and JavaScript and JSON passed through ``script_json``.
+"""
+
+from __future__ import annotations
+
+import base64
+import functools
+import hashlib
+import json
+from importlib import resources
+
+import jinja2
+from markupsafe import Markup
+
+# A <script type="application/json"> block ends at the first "</script": escaping "<", ">"
+# and "&" as JSON \u escapes keeps any string inside it inert. U+2028/9 for old JS parsers.
+_SCRIPT_SAFE = str.maketrans({"<": "\\u003c", ">": "\\u003e", "&": "\\u0026", "\u2028": "\\u2028", "\u2029": "\\u2029"})
+
+
+def script_json(value: object) -> Markup:
+    """JSON to embed in a ``<script type="application/json">`` block.
+
+    >>> str(script_json({"q": "</script><script>alert(1)</script>"}))
+    '{"q": "\\\\u003c/script\\\\u003e\\\\u003cscript\\\\u003ealert(1)\\\\u003c/script\\\\u003e"}'
+    """
+    return Markup(json.dumps(value, ensure_ascii=False).translate(_SCRIPT_SAFE))
+
+
+@functools.lru_cache(maxsize=1)
+def environment() -> jinja2.Environment:
+    env = jinja2.Environment(
+        loader=jinja2.PackageLoader("index.web", "templates"),
+        autoescape=True,
+        undefined=jinja2.StrictUndefined,
+        trim_blocks=True,
+        lstrip_blocks=True,
+    )
+    env.filters["script_json"] = script_json
+    env.filters["pct"] = lambda value: f"{value:.4f}%"
+    return env
+
+
+@functools.cache
+def asset(name: str) -> str:
+    """One of our own static files (viewer.css, viewer.js) as text."""
+    return (resources.files("index.web") / "static" / name).read_text(encoding="utf-8")
+
+
+def script_hash(script: str) -> str:
+    """The CSP source that allows exactly this inline script."""
+    return "'sha256-" + base64.b64encode(hashlib.sha256(script.encode("utf-8")).digest()).decode("ascii") + "'"

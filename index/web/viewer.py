@@ -1,0 +1,52 @@
+"""What the server's routes share: one open index, its views, rendered pages, and URLs.
+
+Readers, the view builder and PyMuPDF are not made for concurrent use, so the
+routes (run in a thread pool) take ``lock`` around everything that reads the
+index; each request holds it for milliseconds.
+"""
+
+from __future__ import annotations
+
+import threading
+from pathlib import Path
+from urllib.parse import quote as percent_encode
+
+from index.page_images import DEFAULT_ZOOM, PageImageCache
+from index.reader import Index
+from index.render import Links
+from index.views import PageView, ViewBuilder
+from schemas.records import DocStatus, DocumentRecord
+
+
+class Viewer:
+    def __init__(self, index_dir: str | Path, *, zoom: float = DEFAULT_ZOOM) -> None:
+        self.index = Index(index_dir)
+        self.views = ViewBuilder(self.index)
+        self.images = PageImageCache()
+        self.zoom = zoom
+        self.lock = threading.RLock()
+        self.links = Links(
+            page_image=lambda page: ("data-src", page_image_url(page)),
+            source_file=lambda doc_id, page: document_url(doc_id, "file") + (f"#page={page}" if page else ""),
+            live_page=lambda doc_id, locator: document_url(doc_id, "view") + locator,
+            chunk=chunk_url,
+        )
+
+    def document(self, doc_id: str) -> DocumentRecord | None:
+        """The document by id, if the index holds its source; never a path from the request."""
+        doc = self.index.document(doc_id)
+        if doc is None or doc.status is not DocStatus.OK:
+            return None
+        return doc
+
+
+def document_url(doc_id: str, what: str) -> str:
+    return f"/documents/{percent_encode(doc_id)}/{what}"
+
+
+def page_image_url(page: PageView) -> str:
+    return document_url(page.doc_id, f"pages/{page.page}.png")
+
+
+def chunk_url(chunk_id: str) -> str:
+    return "/inspect?chunk_id=" + percent_encode(chunk_id, safe="")
