@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import dataclasses
+import functools
 import json
+import types
+import typing
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -28,19 +31,59 @@ def record_line(record: ClaimRecord) -> str:
 
 
 def citation_from_json(raw: dict) -> Citation:
-    known = {f.name for f in dataclasses.fields(Citation)}
-    fields = {k: v for k, v in raw.items() if k in known}
+    fields = _checked_fields(Citation, raw, nested=("status", "rects"))
     fields["status"] = CitationStatus(fields["status"])
-    fields["rects"] = tuple(Rect(**r) for r in fields.get("rects") or ())
+    rects = fields.get("rects") or []
+    if not isinstance(rects, list):
+        raise TypeError(f"rects: expected a list, got {type(rects).__name__}")
+    fields["rects"] = tuple(Rect(**_checked_fields(Rect, r)) for r in rects)
     return Citation(**fields)
 
 
 def claim_record_from_json(raw: dict) -> ClaimRecord:
-    known = {f.name for f in dataclasses.fields(ClaimRecord)}
-    fields = {k: v for k, v in raw.items() if k in known}
+    fields = _checked_fields(ClaimRecord, raw, nested=("verdict", "citations"))
     fields["verdict"] = ClaimVerdict(fields["verdict"])
-    fields["citations"] = tuple(citation_from_json(c) for c in fields.get("citations") or ())
+    citations = fields.get("citations") or []
+    if not isinstance(citations, list):
+        raise TypeError(f"citations: expected a list, got {type(citations).__name__}")
+    fields["citations"] = tuple(citation_from_json(c) for c in citations)
     return ClaimRecord(**fields)
+
+
+def _checked_fields(cls: type, raw: object, nested: tuple[str, ...] = ()) -> dict:
+    """The known fields of ``raw`` for ``cls``, each of its declared JSON type.
+
+    Records come from files a user may have edited: a quote that is a number or an
+    offset that is a string must be refused here, not crash whatever reads it next.
+    """
+    if not isinstance(raw, dict):
+        raise TypeError(f"expected an object for {cls.__name__}, got {type(raw).__name__}")
+    hints = _json_types(cls)
+    fields = {k: v for k, v in raw.items() if k in hints}
+    for name, value in fields.items():
+        if name not in nested and not isinstance(value, hints[name]):
+            raise TypeError(f"{name}: expected {_type_names(hints[name])}, got {type(value).__name__} {value!r:.40}")
+        if isinstance(value, bool) and bool not in hints[name]:  # JSON true is not an offset
+            raise TypeError(f"{name}: expected {_type_names(hints[name])}, got a boolean")
+    return fields
+
+
+@functools.cache
+def _json_types(cls: type) -> dict[str, tuple[type, ...]]:
+    """Each field's declared type as the JSON value types that may carry it (a float may be written 3)."""
+    out = {}
+    for name, hint in typing.get_type_hints(cls).items():
+        args = typing.get_args(hint) if isinstance(hint, types.UnionType) else (hint,)
+        accepted: list[type] = []
+        for arg in args:
+            origin = typing.get_origin(arg) or arg
+            accepted += {float: [float, int], type(None): [type(None)], tuple: [list]}.get(origin, [origin])
+        out[name] = tuple(accepted)
+    return out
+
+
+def _type_names(accepted: tuple[type, ...]) -> str:
+    return " or ".join("null" if t is type(None) else t.__name__ for t in accepted)
 
 
 def read_records(path: str | Path) -> Iterator[tuple[int, ClaimRecord | None, str]]:

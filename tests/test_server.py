@@ -375,3 +375,21 @@ def test_a_report_with_a_source_base_links_the_live_html_page_at_its_text_fragme
     pdf_page = records[0].citations[0].page
     assert f'href="https://docs.example.com/corpus/pricing/rate-card.pdf#page={pdf_page}"' in report
     assert "docs.example.com" not in render_report(idx, records)  # without one, only the stored copies
+
+
+def test_a_record_with_fields_of_the_wrong_type_is_skipped_not_rendered(answer, idx, tmp_path):
+    answer_path, records_path, report_path = tmp_path / "a.json", tmp_path / "r.jsonl", tmp_path / "report.html"
+    answer_path.write_text(json.dumps(answer))
+    root = str(idx.paths.root)
+    assert main(["verify", root, str(answer_path), "-o", str(records_path)]) == 0
+    good = [json.loads(line) for line in records_path.read_text().splitlines()]
+    broken = []
+    for field, value in [("doc_start", "12"), ("quote", 5), ("page", True), ("rects", "all of it")]:
+        record = json.loads(json.dumps(good[0]))
+        record["citations"][0][field] = value
+        broken.append(record)
+    records_path.write_text("\n".join(json.dumps(r) for r in [*good, *broken]) + "\n")
+    errors = [error for _, record, error in read_records(records_path) if record is None]
+    assert len(errors) == 4 and all("not a citation record" in e for e in errors)
+    assert main(["render", root, str(records_path), "-o", str(report_path)]) == 1  # skipped lines make it fail
+    assert report_path.read_text().count('class="claim claim--') == len(good)
