@@ -29,10 +29,11 @@ from schemas.records import Chunk, ChunkerSettings, ParsedDocument
 
 # Boundary strengths (higher is a better place to cut).
 INSIDE_WORD = -1
-WORD = 0
-LINE = 1
-SENTENCE = 2
-PARAGRAPH = 3
+ATTACHED = 0  # between words with nothing between them: "sign|-|on", "on|,": only where nothing else is
+WORD = 1
+LINE = 2
+SENTENCE = 3
+PARAGRAPH = 4
 
 _SENTENCE_END = frozenset(".!?;:\u3002\uff01\uff1f\uff1b\u2026\u061f\u06d4\u0964")
 _CLOSERS = frozenset("\"')]}\u2019\u201d\u00bb\u300d\u300f")
@@ -79,11 +80,11 @@ def chunk_spans(doc_text: str, tokenizer, settings: ChunkerSettings) -> list[Chu
     last_cut = 0  # token where the last accepted chunk ended
     s: int | None = 0
     while s is not None:
-        plan = _plan_cuts(s, last_cut, n, budget, settings.overlap, scores, word_start, shrunk)
+        plan = _plan_cuts(s, last_cut, n, budget, settings.overlap, scores, shrunk)
         texts = [doc_text[offsets[a][0] : offsets[p - 1][1]] for a, p in plan]
         exact_cuts = [p - a if word_start[a] and (p == n or word_start[p]) else None for a, p in plan]
         counts = _model_token_counts(texts, exact_cuts, tokenizer)
-        s = None if plan[-1][1] >= n else _next_start(plan[-1][1], plan[-1][0], settings.overlap, word_start)
+        s = None if plan[-1][1] >= n else _next_start(plan[-1][1], plan[-1][0], settings.overlap, scores)
         for (a, p), (n_model, normalized) in zip(plan, counts):
             if n_model > settings.max_tokens and p - a > 1:
                 # Normalisation changed the count (rare: NFKC expansions); cut earlier,
@@ -102,7 +103,7 @@ def chunk_spans(doc_text: str, tokenizer, settings: ChunkerSettings) -> list[Chu
     return spans
 
 
-def _plan_cuts(s, last_cut, n, budget, overlap, scores, word_start, shrunk) -> list[tuple[int, int]]:
+def _plan_cuts(s, last_cut, n, budget, overlap, scores, shrunk) -> list[tuple[int, int]]:
     """Token ranges [a, p) of the next chunks from token s, by raw token counts.
 
     Every cut lies beyond the previous one, so no chunk is a tail of the one before.
@@ -116,7 +117,7 @@ def _plan_cuts(s, last_cut, n, budget, overlap, scores, word_start, shrunk) -> l
         plan.append((s, p))
         if p >= n:
             return plan
-        s, last_cut = _next_start(p, s, overlap, word_start), p
+        s, last_cut = _next_start(p, s, overlap, scores), p
     return plan
 
 
@@ -173,11 +174,24 @@ def _best_cut(scores: np.ndarray, lo: int, hi: int, s: int) -> int:
     return lo + best
 
 
-def _next_start(cut: int, prev_start: int, overlap: int, word_start: np.ndarray) -> int:
-    start = cut - overlap
-    while start < cut and not word_start[start]:
+def _next_start(cut: int, prev_start: int, overlap: int, scores: np.ndarray) -> int:
+    """Where the chunk after a cut at token ``cut`` begins: up to ``overlap`` tokens back.
+
+    The start is the strongest boundary in the first three quarters of the overlap, the
+    earliest of equals (most context kept), so a chunk opens on a paragraph or a sentence
+    where one is near rather than mid-clause; at least a quarter of the overlap remains.
+    Like the cuts, it depends only on the text around it.
+    """
+    lo = max(cut - overlap, prev_start + 1)
+    hi = max(lo, cut - overlap // 4)
+    strengths = scores[lo : hi + 1] >> 32
+    best = int(strengths.max())
+    if best > INSIDE_WORD:
+        return lo + int(np.argmax(strengths == best))
+    start = lo  # no boundary in the window: the first after it, else the cut itself
+    while start < cut and scores[start] < 0:
         start += 1
-    return max(start, prev_start + 1)
+    return start
 
 
 def _boundary_scores(doc_text: str, offsets: list, word_ids: list) -> np.ndarray:
@@ -197,8 +211,10 @@ def _boundary_scores(doc_text: str, offsets: list, word_ids: list) -> np.ndarray
             strength = SENTENCE
         elif "\n" in gap or "\r" in gap:
             strength = LINE
-        else:
+        elif gap or _is_cjk(doc_text[next_start]) or _is_cjk(doc_text[prev_end - 1]):
             strength = WORD
+        else:
+            strength = ATTACHED
         around = doc_text[prev_start:next_end].encode("utf-8")
         scores[p] = strength * shift + zlib.crc32(around)
     scores[n] = 0  # the end of the document, only ever chosen as the last cut

@@ -160,7 +160,7 @@ class Chunk:
 class ChunkerSettings:
     max_tokens: int = 256
     overlap: int = 32
-    version: int = 1  # bump when boundaries would change for the same text
+    version: int = 2  # bump when boundaries would change for the same text (2: chunks open on sentences)
 
 
 @dataclass(frozen=True, slots=True)

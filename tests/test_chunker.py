@@ -95,6 +95,24 @@ def test_overlap_repeats_the_tail_of_the_previous_chunk(tokenizer):
         assert b.start < a.end, "no overlap"
 
 
+def test_a_chunk_opens_on_a_sentence_when_one_lies_within_its_overlap(tokenizer):
+    # Sentences of about 12 tokens: the first three quarters of a 32-token overlap hold a start.
+    text = " ".join(f"Sentence {i} says that sign-on, billing and quotas are fine." for i in range(300))
+    spans = chunk_spans(text, tokenizer, ChunkerSettings(max_tokens=128, overlap=32))
+    assert len(spans) > 10
+    for a, b in zip(spans, spans[1:]):
+        assert text[b.start :].startswith("Sentence "), text[b.start : b.start + 30]
+        assert b.start < a.end, "the overlap was dropped"
+
+
+def test_a_cut_prefers_a_space_to_punctuation_glued_to_a_word(tokenizer):
+    # One long sentence: no sentence or line boundary, so the cut must choose between words.
+    text = " ".join(f"item-{i}, value-{i}; next" for i in range(400))
+    for span in chunk_spans(text, tokenizer, ChunkerSettings(max_tokens=64, overlap=8)):
+        assert span.start == 0 or text[span.start - 1] == " ", text[span.start - 10 : span.start + 10]
+        assert span.end == len(text) or text[span.end] == " ", text[span.end - 10 : span.end + 10]
+
+
 def test_a_word_longer_than_a_chunk_is_cut_and_still_within_the_limit(tokenizer):
     text = "start " + "x" * 5000 + " end"
     spans = chunk_spans(text, tokenizer, ChunkerSettings(max_tokens=32, overlap=4))

@@ -98,7 +98,7 @@ def test_pdf_rectangles_read_back_the_quote_on_the_right_page(built):
         assert citation.locator == f"#page={citation.page}"
         pages = {p.page: p for p in idx.pdf_pages(chunk.doc_id)}
         with pymupdf.open(root / chunk.doc_id) as pdf:
-            read_back, textpages = [], {}
+            read_back, whole_lines, textpages = [], [], {}
             for rect in citation.rects:
                 page = pages[rect.page]
                 assert page.start <= citation.doc_end and citation.doc_start <= page.end, "rectangle on a page the quote is not on"
@@ -108,12 +108,17 @@ def test_pdf_rectangles_read_back_the_quote_on_the_right_page(built):
                     textpages[rect.page] = (pdf_page, pdf_page.get_textpage())  # the page must outlive its text page
                 pdf_page, textpage = textpages[rect.page]
                 read_back.append(pdf_page.get_textbox(_middle_band(rect) * pdf_page.derotation_matrix, textpage=textpage))
+                whole = pymupdf.Rect(rect.x0, rect.y0, rect.x1, rect.y1) * pdf_page.derotation_matrix
+                whole_lines.append(pdf_page.get_textbox(whole, textpage=textpage))
         squash = lambda s: re.sub(r"\s+", "", normalize(s))  # noqa: E731
-        wanted, got = squash(quote), squash("\n".join(read_back))
+        wanted, got, got_whole = squash(quote), squash("\n".join(read_back)), squash("\n".join(whole_lines))
         # Lines that overlap on the page (stacked math, tight leading) can show up in two
-        # rectangles, and get_textbox orders a superscript before its base: every character
-        # of the quote must read back, with little else around it.
-        assert not collections.Counter(wanted) - collections.Counter(got), (chunk.doc_id, quote, read_back)
+        # rectangles, and get_textbox orders a superscript before its base. The middle band
+        # of each line holds nearly all of the quote and little else; a subscript or prime
+        # sits outside it, so every character must be inside the whole rectangles.
+        missed_by_band = collections.Counter(wanted) - collections.Counter(got)
+        assert sum(missed_by_band.values()) <= 0.1 * len(wanted), (chunk.doc_id, quote, read_back)
+        assert not collections.Counter(wanted) - collections.Counter(got_whole), (chunk.doc_id, quote, whole_lines)
         assert len(got) <= 1.5 * len(wanted) + 12, (chunk.doc_id, quote, read_back)
         checked += 1
     if not checked:
