@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pyarrow as pa
 
-from index.layout import IndexPaths
+from index.layout import IndexPaths, read_current
 from index.store import Generation, open_generation, read_text_file
 from schemas.errors import IndexFormatError
 from schemas.records import (
@@ -150,6 +150,22 @@ class Index:
 
             self._embedder = load_embedder(self.manifest)
         return self._embedder
+
+
+def follow_current(idx: Index) -> Index:
+    """The reader of the live generation: ``idx`` itself until a build replaces CURRENT.
+
+    For long-running readers (the viewer server): each request asks, one small file
+    read, and after a reindex the new generation is opened, sharing the loaded model
+    when the manifest names the same one.
+    """
+    live = read_current(idx.paths)
+    if live is None or live == idx.generation.name:
+        return idx
+    fresh = Index(idx.paths.root)
+    if fresh.manifest.model_id == idx.manifest.model_id and fresh.manifest.model_path == idx.manifest.model_path:
+        fresh._embedder = idx._embedder
+    return fresh
 
 
 def open_index(root: str | Path, generation: str | None = None) -> Index:

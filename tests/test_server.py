@@ -393,3 +393,27 @@ def test_a_record_with_fields_of_the_wrong_type_is_skipped_not_rendered(answer, 
     assert len(errors) == 4 and all("not a citation record" in e for e in errors)
     assert main(["render", root, str(records_path), "-o", str(report_path)]) == 1  # skipped lines make it fail
     assert report_path.read_text().count('class="claim claim--') == len(good)
+
+
+def test_the_server_follows_a_reindex_to_the_new_generation(tmp_path):
+    from ingest.build import BuildSettings, build_index
+    from ingest.embed import HashingEmbedder
+
+    corpus, index_dir = tmp_path / "corpus", tmp_path / "index"
+    corpus.mkdir()
+    (corpus / "note.md").write_text("# Note\n\nThe first version says the limit is 40 requests.\n")
+    build_index(corpus, index_dir, BuildSettings(workers=1), embedder=HashingEmbedder())
+    local = TestClient(create_app(index_dir), base_url="http://127.0.0.1")
+    first = local.get("/api/search", params={"q": "limit"}).json()
+    assert "40 requests" in first["hits"][0]["text"]
+
+    (corpus / "note.md").write_text("# Note\n\nThe second version says the limit is 90 requests.\n")
+    for _ in range(4):  # past the retention of 3: the first generation is deleted
+        build_index(corpus, index_dir, BuildSettings(workers=1, full=True), embedder=HashingEmbedder())
+    assert not (index_dir / "generations" / first["generation"]).exists()
+    second = local.get("/api/search", params={"q": "limit"}).json()
+    assert second["generation"] != first["generation"]
+    assert "90 requests" in second["hits"][0]["text"]
+    chunk = local.get("/api/chunks/" + second["hits"][0]["chunk_id"].replace("#", "%23")).json()
+    assert "90 requests" in chunk["chunk"]["text"]
+    assert "90 requests" in local.get("/inspect", params={"chunk_id": second["hits"][0]["chunk_id"]}).text

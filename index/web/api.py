@@ -89,7 +89,7 @@ def api_search(
     k: Annotated[int, Query(ge=1, le=MAX_K, description="number of hits")] = 5,
 ) -> SearchResponse:
     viewer = _viewer(request)
-    with viewer.lock:
+    with viewer.reading():
         hits = viewer.index.search(q, k)
     return SearchResponse(query=q, k=k, generation=viewer.index.generation.name, hits=hits)
 
@@ -111,7 +111,7 @@ def api_verify(
         parsed = parse_answer(answer)
     except AnswerFormatError as exc:
         raise HTTPException(422, str(exc)) from None
-    with viewer.lock:
+    with viewer.reading():
         records, summary = verify_answer(viewer.index, parsed, policy=policy)
     return VerifyResponse(
         answer_id=parsed.answer_id, policy=policy, generation=viewer.index.generation.name,
@@ -127,7 +127,7 @@ def api_verify(
 )
 def api_chunk(request: Request, chunk_id: str) -> ChunkResponse:
     viewer = _viewer(request)
-    with viewer.lock:
+    with viewer.reading():
         chunk = viewer.index.chunk(chunk_id)
         if chunk is None:
             raise HTTPException(404, f"no chunk {chunk_id!r} in this index")

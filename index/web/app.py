@@ -95,7 +95,7 @@ def create_app(
     ):
         hits = []
         if q.strip():
-            with viewer.lock:
+            with viewer.reading():
                 for hit in viewer.index.search(q, k):
                     hits.append({"hit": hit, "view": viewer.views.chunk(inspect_chunk(viewer.index, hit.chunk_id))})
         return page("search.html", title="Search", active="search", query=q, k=k, max_k=MAX_PAGE_HITS, hits=hits)
@@ -121,7 +121,7 @@ def create_app(
             return _verify_form(422, f"not valid JSON: {exc}", answer, policy.value)
         except AnswerFormatError as exc:
             return _verify_form(422, str(exc), answer, policy.value)
-        with viewer.lock:
+        with viewer.reading():
             records, summary = verify_answer(viewer.index, parsed, policy=policy)
             answers = answer_views(records, viewer.views)
         return page("verify.html", title=f"Answer {parsed.answer_id}", active="verify", answers=answers,
@@ -131,7 +131,7 @@ def create_app(
     def inspect_page(chunk_id: Annotated[str, Query(max_length=2000)] = ""):
         context = {"title": "Inspect", "active": "inspect", "chunk_id": chunk_id, "place": None}
         if chunk_id:
-            with viewer.lock:
+            with viewer.reading():
                 chunk = viewer.index.chunk(chunk_id)
                 if chunk is None:
                     raise HTTPException(404, f"no chunk {chunk_id!r} in this index")
@@ -148,7 +148,7 @@ def create_app(
     @app.get("/documents/{doc_id:path}/pages/{page}.png", include_in_schema=False)
     def page_image(doc_id: str, page: int):
         started = time.perf_counter()
-        with viewer.lock:
+        with viewer.reading():
             doc = viewer.document(doc_id)
             if doc is None or doc.media_type is not MediaType.PDF or not 1 <= page <= doc.n_pages:
                 raise HTTPException(404, "no such page")
@@ -161,7 +161,7 @@ def create_app(
 
     @app.get("/documents/{doc_id:path}/file", include_in_schema=False)
     def source_file(doc_id: str):
-        with viewer.lock:
+        with viewer.reading():
             doc = viewer.document(doc_id)
             path = viewer.index.source_path(doc_id) if doc else None
         if doc is None or not path.is_file():
@@ -176,7 +176,7 @@ def create_app(
 
     @app.get("/documents/{doc_id:path}/view", include_in_schema=False)
     def stored_page(doc_id: str):
-        with viewer.lock:
+        with viewer.reading():
             doc = viewer.document(doc_id)
             if doc is None or doc.media_type is not MediaType.HTML:
                 raise HTTPException(404, "no such HTML document")

@@ -1,18 +1,22 @@
 """What the server's routes share: one open index, its views, rendered pages, and URLs.
 
 Readers, the view builder and PyMuPDF are not made for concurrent use, so the
-routes (run in a thread pool) take ``lock`` around everything that reads the
-index; each request holds it for milliseconds.
+routes (run in a thread pool) read the index only inside ``reading()``, which
+holds a lock for the request (milliseconds) and first moves to the live
+generation if a reindex replaced it: the server never serves a generation
+that retention is about to delete.
 """
 
 from __future__ import annotations
 
+import contextlib
 import threading
+from collections.abc import Iterator
 from pathlib import Path
 from urllib.parse import quote as percent_encode
 
 from index.page_images import DEFAULT_ZOOM, PageImageCache
-from index.reader import Index
+from index.reader import Index, follow_current
 from index.render import Links
 from index.views import PageView, ViewBuilder
 from schemas.records import DocStatus, DocumentRecord
@@ -31,6 +35,15 @@ class Viewer:
             live_page=lambda doc_id, locator: document_url(doc_id, "view") + locator,
             chunk=chunk_url,
         )
+
+    @contextlib.contextmanager
+    def reading(self) -> Iterator[Viewer]:
+        """Hold the lock, on the live generation, for one request."""
+        with self.lock:
+            live = follow_current(self.index)
+            if live is not self.index:
+                self.index, self.views = live, ViewBuilder(live)  # page images stay: keyed by content hash
+            yield self
 
     def document(self, doc_id: str) -> DocumentRecord | None:
         """The document by id, if the index holds its source; never a path from the request."""
