@@ -23,6 +23,8 @@ def _build(p: argparse.ArgumentParser) -> None:
     p.add_argument("--keep", type=int, default=3, help="generations to keep (default 3)")
     p.add_argument("--keep-texts", action="store_true", help="keep every document text ever indexed")
     p.add_argument("--max-file-mb", type=int, default=512, help="skip files larger than this (default 512)")
+    p.add_argument("--doc-timeout", type=float, default=600, metavar="SECONDS",
+                   help="record a file whose parsing takes longer as an error and go on (default 600; 0: no limit)")
     p.add_argument("--wait", action="store_true", help="wait for another build on this index instead of refusing")
     p.add_argument("--strict", action="store_true", help="exit 1 when any document failed")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
@@ -45,6 +47,7 @@ def run_build(args) -> int:
         keep_generations=args.keep,
         keep_texts=args.keep_texts,
         max_file_mb=args.max_file_mb,
+        doc_timeout_s=args.doc_timeout,
         wait_for_lock=args.wait,
     )
     bar = None

@@ -43,6 +43,7 @@ class BuildSettings:
     keep_generations: int = 3
     keep_texts: bool = False
     max_file_mb: int = 512
+    doc_timeout_s: float = 600.0  # per file, in worker processes; 0: none
     wait_for_lock: bool = False
     embed_batch: int = 256
 
@@ -211,7 +212,8 @@ def _process_all(files, paths, settings: BuildSettings, model: ModelInfo, live_f
         max_file_bytes=settings.max_file_mb * 1024 * 1024,
     )
     jobs = [FileJob(path, doc_id, media_type_of(doc_id), live_files.get(doc_id)) for doc_id, path in files]
-    return process_in_workers(jobs, worker_settings, settings.workers or os.cpu_count() or 1)
+    workers = settings.workers or os.cpu_count() or 1
+    return process_in_workers(jobs, worker_settings, workers, timeout_s=settings.doc_timeout_s or None)
 
 
 def _next_generation_name(paths: IndexPaths) -> str:

@@ -4,14 +4,16 @@ Results come back in file order, so the index is written in a deterministic
 order. A worker that dies (a native crash inside a parser, the kernel's OOM
 killer) breaks the pool: the files that were in flight are then retried one
 by one in a fresh process, the one that kills its process again becomes an
-error row, and the batch carries on.
+error row, and the batch carries on. A file whose parsing outlasts
+``timeout_s`` (a parser stuck in a loop) has its pool's processes killed and
+becomes an error row; the other files in flight are run again.
 """
 
 from __future__ import annotations
 
 import collections
 from collections.abc import Callable, Iterator
-from concurrent.futures import Future, ProcessPoolExecutor
+from concurrent.futures import Future, ProcessPoolExecutor, TimeoutError
 from concurrent.futures.process import BrokenProcessPool
 from multiprocessing import get_context
 
@@ -22,13 +24,22 @@ from ingest.worker import (
     crashed_result,
     init_worker,
     process_file,
+    timed_out_result,
 )
 
 
 def process_in_workers(
-    jobs: list[FileJob], settings: WorkerSettings, workers: int, work: Callable[[FileJob], DocResult] = process_file
+    jobs: list[FileJob],
+    settings: WorkerSettings,
+    workers: int,
+    work: Callable[[FileJob], DocResult] = process_file,
+    timeout_s: float | None = None,
 ) -> Iterator[DocResult]:
-    """``work`` (a module-level function) over ``jobs`` in ``workers`` processes; results in job order."""
+    """``work`` (a module-level function) over ``jobs`` in ``workers`` processes; results in job order.
+
+    ``timeout_s`` bounds each file, counted from when it is the oldest in flight (so it
+    is running); with ``workers <= 1`` everything runs in this process, unbounded.
+    """
     if workers <= 1:
         init_worker(settings)
         yield from map(work, jobs)
@@ -44,21 +55,39 @@ def process_in_workers(
                         job = pending.popleft()
                         window.append((job, pool.submit(work, job)))
                     job, future = window[0]
-                    result = future.result()
+                    try:
+                        result = future.result(timeout=timeout_s)
+                    except TimeoutError:
+                        _kill_workers(pool)
+                        window.popleft()
+                        pending.extendleft(reversed([j for j, _ in window]))  # not their fault: run again
+                        window.clear()
+                        yield timed_out_result(job, timeout_s)
+                        break
                     window.popleft()
                     yield result
             except BrokenProcessPool:
                 suspects = [job for job, _ in window]
         for job in suspects:
-            yield _isolated(job, settings, work)
+            yield _isolated(job, settings, work, timeout_s)
 
 
-def _isolated(job: FileJob, settings: WorkerSettings, work) -> DocResult:
+def _isolated(job: FileJob, settings: WorkerSettings, work, timeout_s: float | None) -> DocResult:
     with _pool(settings, 1) as pool:
         try:
-            return pool.submit(work, job).result()
+            return pool.submit(work, job).result(timeout=timeout_s)
         except BrokenProcessPool:
             return crashed_result(job)
+        except TimeoutError:
+            _kill_workers(pool)
+            return timed_out_result(job, timeout_s)
+
+
+def _kill_workers(pool: ProcessPoolExecutor) -> None:
+    # The executor cannot cancel a running call (Python 3.14 adds kill_workers()); killing
+    # its processes breaks it, and leaving the `with` block then returns at once.
+    for process in list((pool._processes or {}).values()):
+        process.kill()
 
 
 def _pool(settings: WorkerSettings, workers: int) -> ProcessPoolExecutor:

@@ -84,6 +84,12 @@ def crashed_result(job: FileJob) -> DocResult:
     return DocResult(job.doc_id, _error_record(job, "the parser crashed on this file (its worker process died)"))
 
 
+def timed_out_result(job: FileJob, seconds: float) -> DocResult:
+    """The row of a file whose parsing did not finish in time (its worker was killed)."""
+    reason = f"parsing did not finish within {seconds:g} s (--doc-timeout); its worker process was stopped"
+    return DocResult(job.doc_id, _error_record(job, reason))
+
+
 def _error_record(job: FileJob, reason: str) -> DocumentRecord:
     return DocumentRecord(
         doc_id=job.doc_id,

@@ -6,6 +6,8 @@ import os
 import shutil
 import subprocess
 import sys
+import threading
+import time
 from pathlib import Path
 
 import numpy as np
@@ -29,6 +31,14 @@ def crash_on_marked_files(job: FileJob):
     """A worker function that dies like a native crash on files named *crash*."""
     if "crash" in job.doc_id:
         os._exit(139)
+    return process_file(job)
+
+
+def hang_on_marked_files(job: FileJob):
+    """A worker function that never returns on files named *hang*, like a parser in a loop."""
+    if "hang" in job.doc_id:
+        while True:
+            time.sleep(1)
     return process_file(job)
 
 
@@ -63,6 +73,30 @@ def test_a_worker_that_dies_becomes_an_error_row_and_the_batch_carries_on(tmp_pa
     assert statuses.pop("b-crash.md") is DocStatus.ERROR
     assert set(statuses.values()) == {DocStatus.OK}
     assert "crashed" in results[1].record.error
+
+
+def test_a_file_that_parses_forever_times_out_into_an_error_row_and_the_batch_carries_on(tmp_path):
+    corpus = tmp_path / "c"
+    corpus.mkdir()
+    names = ["a.md", "b-hang.md", "c.md", "d-hang.md", "e.md", "f.md"]
+    for name in names:
+        (corpus / name).write_text(f"Document {name} has some text.")
+    settings = WorkerSettings(resolve_model(), ChunkerSettings(), tmp_path / "idx", 1 << 20)
+    jobs = [FileJob(corpus / n, n, MediaType.MARKDOWN, None) for n in names]
+    results = []
+    # In a thread, so that a regression fails this test instead of hanging the suite.
+    runner = threading.Thread(
+        target=lambda: results.extend(process_in_workers(jobs, settings, 2, work=hang_on_marked_files, timeout_s=3)),
+        daemon=True,
+    )
+    runner.start()
+    runner.join(timeout=240)
+    assert not runner.is_alive(), "the batch hung on a file that never finishes"
+    assert [r.doc_id for r in results] == names
+    statuses = {r.doc_id: r.record.status for r in results}
+    assert statuses["b-hang.md"] is statuses["d-hang.md"] is DocStatus.ERROR
+    assert "did not finish within 3 s" in results[1].record.error
+    assert {statuses[n] for n in names if "hang" not in n} == {DocStatus.OK}
 
 
 def test_rebuilding_an_unchanged_corpus_parses_nothing_and_gives_identical_rows(tmp_path):
