@@ -43,6 +43,14 @@ def needs_shared_corpus() -> None:
         pytest.skip("../shared/corpus is absent")
 
 
+def chunk_with(idx, doc_id: str, quote: str) -> str:
+    """The id of the chunk of ``doc_id`` whose text holds ``quote``."""
+    for chunk in idx.chunks_of(doc_id):
+        if quote in chunk.text:
+            return chunk.chunk_id
+    raise AssertionError(f"no chunk of {doc_id} holds {quote!r}")
+
+
 @pytest.fixture(scope="session")
 def tokenizer():
     from ingest.model import load_tokenizer, resolve_model

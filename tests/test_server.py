@@ -22,6 +22,8 @@ from index.views import ViewBuilder, ViewKind
 from index.web.app import create_app
 from index.web.templating import script_hash, script_json
 
+from conftest import chunk_with
+
 PDF_QUOTE = "Growth plan overage is billed at $0.12 per 1,000 API calls."
 HTML_QUOTE = "Larger events are sent as a link that stays valid for 24 hours."
 HOSTILE_CLAIM = 'Costs <img src=x onerror="window.top.__pwned=1"> and </script><script>window.top.__pwned=2</script> apply.'
@@ -35,13 +37,6 @@ TRAVERSALS = [
     "no-such-file.pdf",
     "bad/encrypted.pdf",  # in the index, but never parsed: nothing to serve
 ]
-
-
-def chunk_with(idx, doc_id: str, quote: str) -> str:
-    for chunk in idx.chunks_of(doc_id):
-        if quote in chunk.text:
-            return chunk.chunk_id
-    raise AssertionError(f"no chunk of {doc_id} holds {quote!r}")
 
 
 @pytest.fixture(scope="module")

@@ -27,7 +27,7 @@ import pytest
 import index
 from index.cli import main
 
-from conftest import ARTIFACTS, ROOT, SAMPLE_CORPUS
+from conftest import ARTIFACTS, ROOT, SAMPLE_CORPUS, chunk_with
 
 pytestmark = pytest.mark.browser
 
@@ -86,13 +86,6 @@ def long_pdf(path: Path, pages: int = 300) -> None:
             lines[20] = LATE_QUOTE
         page.insert_text((72, 72), "\n".join(lines), fontsize=10, lineheight=1.9)
     document.save(path)
-
-
-def chunk_with(idx, doc_id: str, quote: str) -> str:
-    for chunk in idx.chunks_of(doc_id):
-        if quote in chunk.text:
-            return chunk.chunk_id
-    raise AssertionError(f"no chunk of {doc_id} holds {quote!r}")
 
 
 @pytest.fixture(scope="module")
