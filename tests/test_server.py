@@ -286,7 +286,11 @@ def test_search_and_inspector_pages_show_spans_in_their_sources(client, idx):
     chunk_id = chunk_with(idx, "pricing/rate-card.pdf", PDF_QUOTE)
     page = client.get("/inspect", params={"chunk_id": chunk_id}).text
     assert "/documents/pricing/rate-card.pdf/pages/" in page and 'class="tokens"' in page
-    assert page.count('class="hl"') == len(client.get("/api/chunks/" + chunk_id.replace("#", "%23")).json()["chunk"]["rects"])
+    chunk = client.get("/api/chunks/" + chunk_id.replace("#", "%23")).json()["chunk"]
+    assert page.count('class="hl"') == len(chunk["rects"])
+    # The form feed between two pages is drawn, not swallowed.
+    assert chunk["page_start"] < chunk["page_end"] and "\f" in chunk["text"]
+    assert "\u240c" in page and "\f" not in page
 
 
 # -- the defused HTML source and embedded JSON ---------------------------------------------------

@@ -21,6 +21,21 @@ from markupsafe import Markup
 _SCRIPT_SAFE = str.maketrans({"<": "\\u003c", ">": "\\u003e", "&": "\\u0026", "\u2028": "\\u2028", "\u2029": "\\u2029"})
 
 
+# Control characters the parsers keep (the form feed between PDF pages, a CR of CRLF
+# text) drawn as their Unicode control pictures, so the inspector shows what is there.
+_VISIBLE_CONTROLS = {c: chr(0x2400 + c) for c in range(0x20) if chr(c) not in "\n\t"} | {0x7F: "\u2421"}
+_VISIBLE_CONTROLS[0x0C] = "\u240c\n"  # still a break: a page ends here
+
+
+def visible_controls(text: str) -> str:
+    r"""``text`` with control characters other than newline and tab drawn as symbols.
+
+    >>> visible_controls("end of page 1\fpage 2\r\n")
+    'end of page 1␌\npage 2␍\n'
+    """
+    return text.translate(_VISIBLE_CONTROLS)
+
+
 def script_json(value: object) -> Markup:
     """JSON to embed in a ``<script type="application/json">`` block.
 
@@ -40,6 +55,7 @@ def environment() -> jinja2.Environment:
         lstrip_blocks=True,
     )
     env.filters["script_json"] = script_json
+    env.filters["visible_controls"] = visible_controls
     env.filters["pct"] = lambda value: f"{value:.4f}%"
     return env
 
