@@ -23,8 +23,9 @@ from markupsafe import Markup
 from index.page_images import DEFAULT_ZOOM, render_page
 from index.reader import Index
 from index.records_io import to_json
+from index.source_view import labelled_ranges, marked_html
 from index.verify import summarize
-from index.views import PageView, SourceView, ViewBuilder
+from index.views import PageView, SourceView, ViewBuilder, ViewKind
 from index.web.templating import asset, environment, script_hash
 from schemas.citations import Citation, ClaimRecord, ClaimVerdict, VerifySummary
 
@@ -91,6 +92,7 @@ class Links:
     source_file: Callable[[str, int | None], str]  # the original file (PDF: at #page=N); "" for none
     live_page: Callable[[str, str], str] | None = None  # (doc_id, locator) -> a page that honours it
     chunk: Callable[[str], str] | None = None  # chunk id -> its inspector
+    shared_html: Callable[[str], str] | None = None  # doc_id -> key of the one marked copy of its page
 
 
 _VERDICT_STATES = {
@@ -154,7 +156,8 @@ def render_report(
     >>> html = render_report(index.open("build/sample-index"), records)   # doctest: +SKIP
     """
     records = list(records)
-    answers = answer_views(records, ViewBuilder(index))
+    answers = answer_views(records, ViewBuilder(index, inline_html=False))
+    html_sources, html_keys = shared_html_sources(index, answers)
     images: dict[str, str] = {}
     keys: dict[tuple[str, int], str] = {}
     for page in page_views(answers):
@@ -176,6 +179,7 @@ def render_report(
         page_image=lambda page: ("data-src-ref", keys[(page.doc_id, page.page)]),
         source_file=source_file,
         live_page=live_page,
+        shared_html=html_keys.__getitem__,
     )
     script = asset("viewer.js")
     csp = "; ".join([
@@ -197,8 +201,29 @@ def render_report(
         script=Markup(script),
         csp=csp,
         page_images=images,
+        html_sources=html_sources,
         records_json=[to_json(r) for r in records],
     )
+
+
+def shared_html_sources(index: Index, answers: Iterable[AnswerView]) -> tuple[dict[str, str], dict[str, str]]:
+    """One defused copy of each cited HTML page, marked for all its citations at once.
+
+    A report citing one large page five times carries it once; each citation's view
+    names the copy and switches on its own marks. Returns (key -> page, doc_id -> key).
+    """
+    spans: dict[str, list[tuple[int, int, str]]] = {}
+    for answer in answers:
+        for claim in answer.claims:
+            for marker in claim.markers:
+                if marker.view.kind is ViewKind.HTML:
+                    spans.setdefault(marker.view.doc_id, []).extend((a, b, marker.key) for a, b in marker.view.source_ranges)
+    sources, keys = {}, {}
+    for n, (doc_id, doc_spans) in enumerate(spans.items()):
+        ranges, cite_keys = labelled_ranges(doc_spans)
+        keys[doc_id] = f"h{n}"
+        sources[f"h{n}"] = marked_html(index.decoded_source(doc_id), ranges, cite_keys)
+    return sources, keys
 
 
 def write_report(index: Index, records: Iterable[ClaimRecord], output: str | Path, **options) -> Path:

@@ -48,6 +48,11 @@ MARK_STYLE = (
     "<style>mark.spanindex-hit{background:#ffe066;color:inherit;outline:2px solid #e8a400;"
     "scroll-margin:4em}</style>"
 )
+# One copy of a page for all its citations: marks stay plain until the viewer switches on one citation's.
+SHARED_MARK_STYLE = (
+    "<style>mark.spanindex-hit{background:none;color:inherit}mark.spanindex-hit.on{background:#ffe066;"
+    "outline:2px solid #e8a400;scroll-margin:4em}</style>"
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -61,12 +66,17 @@ class MarkedText:
     clipped_after: bool
 
 
-def marked_html(decoded_source: str, ranges: Sequence[tuple[int, int]]) -> str:
+def marked_html(
+    decoded_source: str, ranges: Sequence[tuple[int, int]], cite_keys: Sequence[str] | None = None
+) -> str:
     """The decoded HTML source, defused, with the text inside ``ranges`` wrapped in ``<mark>``s.
 
     ``ranges`` are sorted, disjoint ``[src_start, src_end)`` ranges of the decoded source:
     those of the runs a span of document text came from, so that text the parser left out
-    (hidden elements, scripts, comments) between them is not marked.
+    (hidden elements, scripts, comments) between them is not marked. With ``cite_keys``
+    (one per range: the space-separated keys of the citations covering it, as
+    ``labelled_ranges`` makes them) every mark carries ``data-cite`` and stays plain
+    until the viewer switches on those of one citation.
 
     >>> marked_html('<p onclick="x()">Hi <b>there</b> you</p><script>evil()</script>', [(23, 36)]).split("</style>")[1]
     '<p>Hi <b><mark class="spanindex-hit" id="spanindex-hit">there</mark></b><mark class="spanindex-hit"> you</mark></p>'
@@ -75,7 +85,7 @@ def marked_html(decoded_source: str, ranges: Sequence[tuple[int, int]]) -> str:
     doctype = _DOCTYPE.match(decoded_source)
     if doctype:
         out.append("<!DOCTYPE html>")
-    out.append(MARK_STYLE)
+    out.append(MARK_STYLE if cite_keys is None else SHARED_MARK_STYLE)
     range_ends = [b for _, b in ranges]
     tokens = Tokenizer(decoded_source)
     skipping: str | None = None  # inside a dropped element whose content is raw text
@@ -107,7 +117,7 @@ def marked_html(decoded_source: str, ranges: Sequence[tuple[int, int]]) -> str:
                 out.append(decoded_source[start:end])
         elif kind == TEXT:
             _, start, end = token
-            out.append(_marked_text_token(decoded_source, start, end, ranges, range_ends, first_mark))
+            out.append(_marked_text_token(decoded_source, start, end, ranges, range_ends, first_mark, cite_keys))
     return "".join(out)
 
 
@@ -135,8 +145,35 @@ def _safe_url(value: str) -> bool:
     return not _ACTIVE_SCHEME.match(squeezed) or bool(_SAFE_DATA_URL.match(squeezed))
 
 
+def labelled_ranges(spans: Sequence[tuple[int, int, str]]) -> tuple[list[tuple[int, int]], list[str]]:
+    """Possibly overlapping ``(start, end, key)`` spans as sorted disjoint ranges, each with the keys covering it.
+
+    >>> labelled_ranges([(0, 10, "a"), (5, 15, "b")])
+    ([(0, 5), (5, 10), (10, 15)], ['a', 'a b', 'b'])
+    """
+    cuts = sorted({x for a, b, _ in spans for x in (a, b)})
+    ranges: list[tuple[int, int]] = []
+    keys: list[str] = []
+    for a, b in zip(cuts, cuts[1:]):
+        covering = " ".join(dict.fromkeys(key for s, e, key in spans if s <= a and b <= e))
+        if not covering:
+            continue
+        if ranges and ranges[-1][1] == a and keys[-1] == covering:
+            ranges[-1] = (ranges[-1][0], b)
+        else:
+            ranges.append((a, b))
+            keys.append(covering)
+    return ranges, keys
+
+
 def _marked_text_token(
-    source: str, start: int, end: int, ranges: Sequence[tuple[int, int]], range_ends: list[int], first: list[bool]
+    source: str,
+    start: int,
+    end: int,
+    ranges: Sequence[tuple[int, int]],
+    range_ends: list[int],
+    first: list[bool],
+    cite_keys: Sequence[str] | None,
 ) -> str:
     out, pos = [], start
     for i in range(bisect.bisect_right(range_ends, start), len(ranges)):
@@ -146,8 +183,11 @@ def _marked_text_token(
         a = max(a, pos)
         if a >= b or not source[a:b].strip():  # whitespace between blocks: a mark there is invalid or invisible
             continue
-        attrs = f'class="{HIT_ID}"' + (f' id="{HIT_ID}"' if first[0] else "")
-        first[0] = False
+        if cite_keys is not None:  # the viewer gives the first mark of the chosen citation the id
+            attrs = f'class="{HIT_ID}" data-cite="{html.escape(cite_keys[i], quote=True)}"'
+        else:
+            attrs = f'class="{HIT_ID}"' + (f' id="{HIT_ID}"' if first[0] else "")
+            first[0] = False
         out += [source[pos:a], f"<mark {attrs}>", source[a:b], "</mark>"]
         pos = b
     out.append(source[pos:end])

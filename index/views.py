@@ -56,7 +56,8 @@ class SourceView:
     doc_id: str
     where: str  # "p. 7", "HTML", "Markdown", "text": how a popup names the place
     pages: tuple[PageView, ...] = ()
-    srcdoc: str = ""  # HTML: the page to show in the sandboxed iframe
+    srcdoc: str = ""  # HTML: the page to show in the sandboxed iframe ("" when the page is shared)
+    source_ranges: tuple[tuple[int, int], ...] = ()  # HTML: the decoded-source ranges of the span
     text: MarkedText | None = None  # TEXT
     note: str = ""  # a warning (document changed) or why there is nothing to show
 
@@ -69,8 +70,11 @@ class ViewBuilder:
     12.5
     """
 
-    def __init__(self, index: Index) -> None:
+    def __init__(self, index: Index, *, inline_html: bool = True) -> None:
+        """``inline_html=False``: HTML views carry their source ranges but no page of their own,
+        for a caller that marks one shared copy of each page (the report)."""
         self.index = index
+        self.inline_html = inline_html
         self._pages: dict[str, dict[int, PdfPage]] = {}
         self._sources: dict[str, str] = {}
         self._source_maps: dict[str, HtmlSourceMap] = {}
@@ -122,8 +126,9 @@ class ViewBuilder:
         if doc.media_type is MediaType.PDF:
             return self._pdf_view(doc, tuple(rects), page)
         if doc.media_type is MediaType.HTML:
-            srcdoc = marked_html(self._decoded_source(doc_id), source_ranges(self._source_map(doc_id), start, end))
-            return SourceView(ViewKind.HTML, doc_id, "HTML", srcdoc=srcdoc)
+            ranges = tuple(source_ranges(self._source_map(doc_id), start, end))
+            srcdoc = marked_html(self._decoded_source(doc_id), ranges) if self.inline_html else ""
+            return SourceView(ViewKind.HTML, doc_id, "HTML", srcdoc=srcdoc, source_ranges=ranges)
         return self._text_view(doc, doc_version, start, end)
 
     def _text_view(self, doc: DocumentRecord, doc_version: str, start: int, end: int, note: str = "") -> SourceView:

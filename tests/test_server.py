@@ -416,3 +416,26 @@ def test_the_server_follows_a_reindex_to_the_new_generation(tmp_path):
     chunk = local.get("/api/chunks/" + second["hits"][0]["chunk_id"].replace("#", "%23")).json()
     assert "90 requests" in chunk["chunk"]["text"]
     assert "90 requests" in local.get("/inspect", params={"chunk_id": second["hits"][0]["chunk_id"]}).text
+
+
+def test_a_report_carries_each_cited_html_page_once_with_marks_for_every_citation(idx):
+    from index.answers import parse_answer
+    from index.render import render_report
+    from index.verify import verify_answer
+
+    quotes = [HTML_QUOTE, "Audit logs are kept for 400 days on the Scale plan.", "Larger events are sent as a link"]
+    answer = {"answer_id": "twice", "claims": [
+        {"claim_id": f"c{i}", "text": "t", "support": [{"chunk_id": chunk_with(idx, "web/faq.html", q), "quote": q}]}
+        for i, q in enumerate(quotes)
+    ]}
+    records, _ = verify_answer(idx, parse_answer(answer))
+    assert all(r.citations[0].status.verified for r in records)
+    report = render_report(idx, records)
+    assert report.count("Northwind Cloud FAQ") == 1, "the page is copied per citation"
+    assert re.findall(r'data-srcdoc-ref="(h\d+)" data-cite="([^"]+)"', report) == [("h0", "a0-c1"), ("h0", "a0-c2"), ("h0", "a0-c3")]
+    sources = json.loads(re.search(r'id="spanindex-html-sources">(.*?)</script>', report, re.DOTALL).group(1))
+    page = sources["h0"]
+    # Citation 3 lies inside citation 1: their common text is one mark that names both.
+    marks = re.findall(r'<mark class="spanindex-hit" data-cite="([^"]+)">(.*?)</mark>', page)
+    assert ("a0-c1 a0-c3", "Larger events are sent as a link") in marks
+    assert "".join(text for keys, text in marks if "a0-c2" in keys.split()) == "Audit logs are kept for 400 days on the Scale plan."

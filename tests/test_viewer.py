@@ -292,6 +292,30 @@ def test_an_html_citation_marks_the_quote_in_the_sandboxed_source_and_scrolls_to
     assert page.errors == []
 
 
+def test_two_citations_of_one_html_page_each_light_their_own_span(page, idx, viewer_index, tmp_path):
+    second_quote = "Audit logs are kept for 400 days on the Scale plan."
+    answer = {"answer_id": "shared", "claims": [
+        {"claim_id": f"c{i}", "text": f"Claim {i}.", "support": [{"chunk_id": chunk_with(idx, "web/faq.html", q), "quote": q}]}
+        for i, q in enumerate([HTML_QUOTE, second_quote])
+    ]}
+    (tmp_path / "answer.json").write_text(json.dumps(answer))
+    assert main(["verify", str(viewer_index), str(tmp_path / "answer.json"), "-o", str(tmp_path / "records.jsonl")]) == 0
+    assert main(["render", str(viewer_index), str(tmp_path / "records.jsonl"), "-o", str(tmp_path / "report.html")]) == 0
+    open_report(page, tmp_path / "report.html")
+    for claim_id, quote in [("c0", HTML_QUOTE), ("c1", second_quote), ("c0", HTML_QUOTE)]:
+        page.click(marker(claim_id))
+        frame = page.frame_locator(".view:not([hidden]) iframe.source-frame")
+        frame.locator("#spanindex-hit").wait_for()
+        lit = " ".join(frame.locator("mark.on").all_inner_texts())
+        assert " ".join(lit.split()) == quote
+        background = frame.locator("#spanindex-hit").evaluate("m => getComputedStyle(m).backgroundColor")
+        assert background == "rgb(255, 224, 102)", "the chosen span is not highlighted"
+        others = frame.locator("mark:not(.on)")
+        if others.count():
+            assert others.first.evaluate("m => getComputedStyle(m).backgroundColor") == "rgba(0, 0, 0, 0)"
+    assert page.errors == []
+
+
 def test_failed_citations_abstentions_and_several_sources_are_all_shown(page, report):
     report_path, _ = report
     open_report(page, report_path)

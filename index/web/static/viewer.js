@@ -6,6 +6,8 @@
   "use strict";
   var imageData = document.getElementById("spanindex-page-images");
   var images = imageData ? JSON.parse(imageData.textContent) : {};
+  var sourceData = document.getElementById("spanindex-html-sources");
+  var sources = sourceData ? JSON.parse(sourceData.textContent) : {};  // one marked copy per page
   var current = null;
 
   function scroller(el) {
@@ -38,6 +40,21 @@
     win.scrollTo(win.scrollX + Math.min(0, r.left - 16), win.scrollY + r.top - (win.innerHeight - r.height) / 2);
   }
 
+  // A shared copy of a page: switch on this citation's marks; the first becomes the hit.
+  function showCitation(frame) {
+    var doc = frame.contentDocument;
+    if (!doc) return;
+    var key = frame.dataset.cite, first = null;
+    doc.querySelectorAll("mark[data-cite]").forEach(function (m) {
+      var on = m.dataset.cite.split(" ").indexOf(key) >= 0;
+      m.classList.toggle("on", on);
+      m.removeAttribute("id");
+      if (on && !first) first = m;
+    });
+    if (first) first.id = "spanindex-hit";
+    centreInFrame(frame);
+  }
+
   function activate(view) {
     view.querySelectorAll("img[data-src], img[data-src-ref]").forEach(function (img) {
       if (!img.getAttribute("src")) img.setAttribute("src", img.dataset.src || images[img.dataset.srcRef] || "");
@@ -46,6 +63,11 @@
       if (frame.hasAttribute("srcdoc")) { centreInFrame(frame); return; }
       frame.addEventListener("load", function () { centreInFrame(frame); });
       frame.srcdoc = frame.dataset.srcdoc;
+    });
+    view.querySelectorAll("iframe[data-srcdoc-ref]").forEach(function (frame) {
+      if (frame.hasAttribute("srcdoc")) { showCitation(frame); return; }
+      frame.addEventListener("load", function () { showCitation(frame); });
+      frame.srcdoc = sources[frame.dataset.srcdocRef] || "";
     });
     var hit = view.querySelector(".hl");
     if (hit) centre(hit);
