@@ -38,6 +38,8 @@ PARAGRAPH = 4
 _SENTENCE_END = frozenset(".!?;:\u3002\uff01\uff1f\uff1b\u2026\u061f\u06d4\u0964")
 _CLOSERS = frozenset("\"')]}\u2019\u201d\u00bb\u300d\u300f")
 _PARAGRAPH_GAP = re.compile(r"\n[^\S\n]*\n|\f")
+_LINE_BREAK = re.compile(r"[\r\n]+")
+_SPACE = re.compile(r"\s+")
 
 
 @dataclass(frozen=True, slots=True)
@@ -64,13 +66,49 @@ def chunk_spans(doc_text: str, tokenizer, settings: ChunkerSettings) -> list[Chu
         raise ChunkerError(f"max_tokens {settings.max_tokens} is too small to hold any text")
     if not 0 <= settings.overlap <= budget // 2:
         raise ChunkerError(f"overlap {settings.overlap} must be between 0 and {budget // 2}")
+    spans: list[ChunkSpan] = []
+    tokens_before = 0
+    for seg_start, seg_end in _segments(doc_text):
+        segment_spans, n_tokens = _chunk_segment(doc_text[seg_start:seg_end], tokenizer, settings, budget)
+        for span in segment_spans:
+            spans.append(ChunkSpan(span.start + seg_start, span.end + seg_start, span.token_start + tokens_before,
+                                   span.n_tokens, span.embed_text))
+        tokens_before += n_tokens
+    return spans
+
+
+SEGMENT_CHARS = 1_000_000  # a longer text is tokenized and cut in pieces of about this size
+
+
+def _segments(doc_text: str) -> list[tuple[int, int]]:
+    """``doc_text`` as pieces of about ``SEGMENT_CHARS`` ending at a paragraph break.
+
+    Tokenizing a 20 MB text at once holds ~125 bytes a character (offsets, word ids,
+    scores): 2.7 GB. Pieces keep that to the size of one piece. A piece ends where a cut
+    would fall anyway (a paragraph break, else a line break, else a space), so tokens are
+    the same as in the whole text and token numbers simply add up.
+    """
+    pieces, start, n = [], 0, len(doc_text)
+    while n - start > SEGMENT_CHARS:
+        lo, hi = start + SEGMENT_CHARS, min(n, start + 2 * SEGMENT_CHARS)
+        found = _PARAGRAPH_GAP.search(doc_text, lo, hi) or _LINE_BREAK.search(doc_text, lo, hi) or _SPACE.search(doc_text, lo)
+        if found is None:  # no space to the end: the rest is one piece (and few tokens)
+            break
+        pieces.append((start, found.end()))
+        start = found.end()
+    pieces.append((start, n))
+    return pieces
+
+
+def _chunk_segment(doc_text: str, tokenizer, settings: ChunkerSettings, budget: int) -> tuple[list[ChunkSpan], int]:
+    """Spans of one piece of text (offsets and token numbers relative to it), and its token count."""
     # Control characters become spaces (one for one: offsets stay valid) as they do in the
     # normalised text; BERT would delete them and glue "3\f1" into one word.
     encoding = tokenizer.encode(doc_text.translate(CONTROL_TO_SPACE), add_special_tokens=False)
     offsets = encoding.offsets
     n = len(offsets)
     if n == 0:
-        return []
+        return [], 0
     scores = _boundary_scores(doc_text, offsets, encoding.word_ids)
     word_start = scores >= 0  # token p begins a word (p == 0 included)
     word_start[0] = True
@@ -100,7 +138,7 @@ def chunk_spans(doc_text: str, tokenizer, settings: ChunkerSettings) -> list[Chu
                 normalized, n_model = _fit_embed_text(normalized, tokenizer, settings.max_tokens)
             spans.append(ChunkSpan(offsets[a][0], offsets[p - 1][1], a, n_model, normalized))
             last_cut = p
-    return spans
+    return spans, n
 
 
 def _plan_cuts(s, last_cut, n, budget, overlap, scores, shrunk) -> list[tuple[int, int]]:

@@ -113,6 +113,52 @@ def test_a_cut_prefers_a_space_to_punctuation_glued_to_a_word(tokenizer):
         assert span.end == len(text) or text[span.end] == " ", text[span.end - 10 : span.end + 10]
 
 
+@settings(max_examples=40, deadline=None)
+@given(documents)
+def test_a_long_text_cut_in_pieces_keeps_exact_spans_and_whole_text_token_numbers(tokenizer, text):
+    import ingest.chunker as chunker
+
+    text = text * 4
+    saved = chunker.SEGMENT_CHARS
+    chunker.SEGMENT_CHARS = 60  # pieces of a few words: every rule of the split is exercised
+    try:
+        spans = chunk_spans(text, tokenizer, SMALL)
+    finally:
+        chunker.SEGMENT_CHARS = saved
+    _check_invariants(text, spans, SMALL, tokenizer)
+    # token_start (the chunk id) counts tokens of the whole text, as if it were never split.
+    whole = tokenizer.encode(text.translate(CONTROL_TO_SPACE), add_special_tokens=False).offsets
+    for span in spans:
+        assert whole[span.token_start][0] == span.start
+    covered = set()
+    for span in spans:
+        covered.update(range(span.start, span.end))
+    assert all(i in covered for a, b in whole for i in range(a, b)), "a token of the text is in no chunk"
+
+
+def test_a_text_cut_in_pieces_differs_from_the_whole_only_near_the_piece_boundaries(tokenizer):
+    import ingest.chunker as chunker
+
+    rng = random.Random(3)
+    words = "alpha beta gamma delta epsilon zeta eta theta iota kappa lambda mu".split()
+    text = "\n\n".join(
+        " ".join(" ".join(rng.choice(words) for _ in range(rng.randint(6, 18))).capitalize() + "." for _ in range(rng.randint(2, 7)))
+        for _ in range(1500)
+    )
+    whole = chunk_spans(text, tokenizer, ChunkerSettings())
+    saved = chunker.SEGMENT_CHARS
+    chunker.SEGMENT_CHARS = 50_000
+    try:
+        pieces = chunker._segments(text)
+        split = chunk_spans(text, tokenizer, ChunkerSettings())
+    finally:
+        chunker.SEGMENT_CHARS = saved
+    assert len(pieces) >= 8 and all(text[b - 2 : b] == "\n\n" for _, b in pieces[:-1])
+    # Content-anchored cuts meet again after each boundary: a few chunks differ there, no more.
+    kept = {(s.start, s.end) for s in whole} & {(s.start, s.end) for s in split}
+    assert len(whole) - len(kept) <= 4 * (len(pieces) - 1), f"{len(whole) - len(kept)} of {len(whole)} chunks differ"
+
+
 def test_a_word_longer_than_a_chunk_is_cut_and_still_within_the_limit(tokenizer):
     text = "start " + "x" * 5000 + " end"
     spans = chunk_spans(text, tokenizer, ChunkerSettings(max_tokens=32, overlap=4))
