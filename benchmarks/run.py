@@ -43,6 +43,7 @@ def main() -> None:
         bench_verify(index_dir, work)
         bench_reindex(corpus, index_dir, full_seconds, work, embedder)
         bench_chunk_stability()
+        bench_large_text(work)
     finally:
         shutil.rmtree(work, ignore_errors=True)
     Path(args.output).parent.mkdir(parents=True, exist_ok=True)
@@ -209,6 +210,40 @@ def bench_chunk_stability() -> None:
     report("chunks_kept_after_insert", round(kept, 4),
            f"  {what}: {len(before)} chunks, {kept:.1%} keep identical text after a paragraph inserted at 2% "
            f"(chunking {len(text) / seconds / 1e6:.2f} MB/s)")
+
+
+
+_CHUNK_ONE_FILE = """
+import resource, sys, time
+from pathlib import Path
+from ingest.chunker import chunk_spans
+from ingest.model import load_tokenizer, resolve_model
+from schemas.records import ChunkerSettings
+text = Path(sys.argv[1]).read_text()
+tokenizer = load_tokenizer(resolve_model())
+before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+started = time.perf_counter()
+spans = chunk_spans(text, tokenizer, ChunkerSettings())
+seconds = time.perf_counter() - started
+print(len(text), len(spans), seconds, before, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)
+"""
+
+
+def bench_large_text(work: Path) -> None:
+    """One 20 MB text file: chunking time and the peak memory of the process that does it."""
+    print("== a large document")
+    rng = random.Random(1)
+    words = "invoice overage plan growth scale starter seats storage egress audit logs retention webhook".split()
+    paragraphs = (" ".join(rng.choice(words) for _ in range(50)).capitalize() + "." for _ in range(56_000))
+    path = work / "large.txt"
+    path.write_text("\n\n".join(paragraphs))
+    run = subprocess.run([sys.executable, "-c", _CHUNK_ONE_FILE, str(path)], cwd=ROOT, capture_output=True, text=True,
+                         check=True, env={**os.environ, "PYTHONPATH": str(ROOT)})
+    chars, chunks, seconds, rss_before, rss_peak = (float(x) for x in run.stdout.split())
+    report("large_text_chunk_mb_per_s", round(chars / seconds / 1e6, 2),
+           f"  {chars / 1e6:.1f}M characters, {chunks:.0f} chunks: chunked in {seconds:.1f} s "
+           f"({chars / seconds / 1e6:.2f} MB/s), peak RSS {rss_peak / 1024:.0f} MB "
+           f"({(rss_peak - rss_before) / 1024:.0f} MB over the loaded tokenizer)")
 
 
 if __name__ == "__main__":
