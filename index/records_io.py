@@ -120,7 +120,9 @@ def w3c_annotation(record: ClaimRecord, index_of_citation: int, citation: Citati
         "motivation": "quoting",
         "body": {"type": "TextualBody", "value": record.text, "format": "text/plain", "purpose": "describing"},
         "target": {
-            "source": citation.doc_id,
+            # The page's own address when it names one (what annotation tools re-anchor on), else the doc id.
+            "source": citation.url.split("#", 1)[0] or citation.doc_id,
+            "spanindex:docId": citation.doc_id,
             "state": {"type": "spanindex:DocVersion", "value": citation.doc_version},
             "selector": selectors,
         },

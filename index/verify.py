@@ -29,7 +29,7 @@ from schemas.citations import (
     Support,
     VerifySummary,
 )
-from schemas.records import Chunk, MediaType
+from schemas.records import Chunk, DocumentRecord, MediaType
 
 
 class Verifier:
@@ -46,7 +46,7 @@ class Verifier:
         self._pdf_maps: dict[str, PdfCharMap] = {}
         self._html_maps: dict[str, HtmlSourceMap] = {}
         self._page_labels: dict[str, dict[int, str]] = {}
-        self._media_types: dict[str, MediaType] = {}
+        self._documents: dict[str, DocumentRecord] = {}
 
     def cite(self, support: Support) -> Citation:
         """One support, checked and located."""
@@ -117,7 +117,9 @@ class Verifier:
             place.update(page=page, page_label=self._page_label(chunk.doc_id, page), rects=rects, locator=pdf_locator(page))
         elif media_type is MediaType.HTML:
             src_start, src_end = self._html_map(chunk.doc_id).source_range(doc_start, doc_end)
-            place.update(src_start=src_start, src_end=src_end, locator=text_fragment(doc_text, doc_start, doc_end))
+            locator = text_fragment(doc_text, doc_start, doc_end)
+            page_url = self._document(chunk.doc_id).source_url  # the live page, when it names itself
+            place.update(src_start=src_start, src_end=src_end, locator=locator, url=page_url + locator if page_url else "")
         return place
 
     def verify_claim(self, answer_id: str, claim: Claim) -> ClaimRecord:
@@ -129,10 +131,13 @@ class Verifier:
         verdict = ClaimVerdict.VERIFIED if any(c.status.verified for c in citations) else ClaimVerdict.UNVERIFIED
         return ClaimRecord(answer_id, claim.claim_id, claim.text, verdict, citations)
 
+    def _document(self, doc_id: str) -> DocumentRecord:
+        if doc_id not in self._documents:
+            self._documents[doc_id] = self.index.document(doc_id)
+        return self._documents[doc_id]
+
     def _media_type(self, doc_id: str) -> MediaType:
-        if doc_id not in self._media_types:
-            self._media_types[doc_id] = self.index.document(doc_id).media_type
-        return self._media_types[doc_id]
+        return self._document(doc_id).media_type
 
     def _pdf_map(self, doc_id: str) -> PdfCharMap:
         if doc_id not in self._pdf_maps:

@@ -19,6 +19,7 @@ from collections import Counter
 from html import unescape
 
 from ingest.encoding import decode_source
+from ingest.html_meta import canonical_url
 from ingest.html_tags import (
     BREAKOUT,
     BUTTON_SCOPE,
@@ -97,6 +98,7 @@ def parse_html_text(
         html_runs=runs,
         decoded_source=decoded_source,
         warnings=warnings,
+        source_url=canonical_url(decoded_source),
     )
 
 

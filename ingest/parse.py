@@ -13,7 +13,7 @@ from pathlib import PurePosixPath
 from schemas.errors import DocumentError
 from schemas.records import DocStatus, DocumentRecord, MediaType, ParsedDocument
 
-PARSER_VERSION = 1  # bump when a parser would give other text for the same bytes
+PARSER_VERSION = 2  # bump when a parser would give other text for the same bytes (2: HTML source_url)
 
 SUFFIXES = {
     ".pdf": MediaType.PDF,
@@ -108,4 +108,5 @@ def _parsed_record(base: dict, parsed: ParsedDocument) -> DocumentRecord:
         error=error,
         pages_without_text=parsed.pages_without_text,
         warning="; ".join(parsed.warnings),
+        source_url=parsed.source_url,
     )

@@ -100,6 +100,7 @@ class Citation:
     src_start: int | None = None  # HTML: decoded-source range
     src_end: int | None = None
     locator: str = ""  # URL fragment that opens the source at the span
+    url: str = ""  # the live page at the span (its own address + locator); "" when the document names none
     prefix: str = ""  # up to 32 characters of document text before the quote
     suffix: str = ""
     retrieved_rank: int | None = None

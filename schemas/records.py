@@ -102,6 +102,7 @@ class ParsedDocument:
     html_runs: tuple[HtmlRun, ...] = ()
     decoded_source: str | None = None  # HTML only: the source the runs index
     warnings: tuple[str, ...] = ()
+    source_url: str = ""  # HTML: the page's own absolute address (canonical link or og:url)
 
     @property
     def doc_version(self) -> str:
@@ -134,6 +135,7 @@ class DocumentRecord:
     n_chunks: int = 0
     source_bytes: int = 0
     warning: str = ""  # recovered problems (charset lie, pages without text)
+    source_url: str = ""  # where the page lives on the web, as it says itself (HTML); "" unknown
 
 
 @dataclass(frozen=True, slots=True)

@@ -25,7 +25,7 @@ from schemas.records import (
     RunKind,
 )
 
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2  # 2: documents.source_url
 META_TABLE = b"spanindex.table"
 META_FORMAT = b"spanindex.format_version"
 META_MODEL = b"spanindex.model_id"
@@ -47,6 +47,7 @@ DOCUMENTS = pa.schema(
         ("n_chunks", pa.int32()),
         ("source_bytes", pa.int64()),
         ("warning", pa.string()),
+        ("source_url", pa.string()),
     ]
 )
 

@@ -23,6 +23,7 @@ from ingest.pool import process_in_workers
 from ingest.worker import FileJob, WorkerSettings, process_file
 from schemas.errors import IndexLockedError, SpanindexError
 from schemas.records import ChunkerSettings, DocStatus, MediaType
+from schemas.tables import FORMAT_VERSION
 
 from conftest import ROOT, SAMPLE_CORPUS
 
@@ -145,7 +146,7 @@ def test_tables_carry_their_name_version_and_model(sample_index_test_model):
     for name in ("documents", "chunks", "pdf_chars", "pdf_pages", "html_map"):
         meta = pq.read_schema(gen.dir / f"{name}.parquet").metadata
         assert meta[b"spanindex.table"] == name.encode()
-        assert meta[b"spanindex.format_version"] == b"1"
+        assert meta[b"spanindex.format_version"] == str(FORMAT_VERSION).encode()
         assert meta[b"spanindex.model_id"] == b"test:hashing-64"
         assert meta[b"spanindex.model_dim"] == b"64"
 

@@ -171,6 +171,33 @@ def test_visible_words_agree_with_an_independent_parser(path):
 # -- the source map ----------------------------------------------------------------------------
 
 
+@pytest.mark.parametrize(
+    ("head", "url"),
+    [
+        ('<link rel="canonical" href="https://a.example/page?x=1&amp;y=2#frag">', "https://a.example/page?x=1&y=2"),
+        ('<link rel="alternate Canonical" href="//b.example/p">', "https://b.example/p"),
+        ('<meta property="og:url" content="http://c.example/og">', "http://c.example/og"),
+        ('<meta property="og:url" content="https://c.example/og"><link rel=canonical href=https://d.example/c>',
+         "https://d.example/c"),
+        ('<link rel="canonical" href="/relative/path">', ""),
+        ('<link rel="canonical" href="javascript:alert(1)">', ""),
+        ('<link rel="canonical" href="https://e.example/a b">', ""),
+        ('</head><body><p>text</p><link rel="canonical" href="https://late.example/">', ""),
+    ],
+)
+def test_the_page_address_comes_from_its_canonical_link_or_og_url_in_the_head(head, url):
+    doc = parse_html_text(f"<html><head><title>T</title>{head}</head><body><p>Body.</p></body></html>", "p.html")
+    assert doc.source_url == url
+
+
+def test_corpus_pages_that_name_their_address_keep_it():
+    path = SHARED_HTML / "trafilatura__wikipedia-tsne.html"
+    if not path.is_file():
+        pytest.skip("shared corpus absent")
+    doc = parse_html(path.read_bytes(), path.name)
+    assert doc.source_url == "https://en.wikipedia.org/wiki/T-distributed_stochastic_neighbor_embedding"
+
+
 def test_entity_maps_to_its_whole_source_range():
     doc = parse_html_text("<p>Fish &amp; chips &#x2019;n&#8217; caf&eacute caf&eacute;</p>", "e")
     assert_valid_html_map(doc)

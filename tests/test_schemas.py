@@ -14,7 +14,7 @@ from schemas import records
 from schemas.errors import IndexFormatError
 from schemas.manifest import manifest_from_json, manifest_to_json
 from schemas.records import ChunkerSettings, Manifest
-from schemas.tables import RECORD_TYPES, SCHEMAS, check_schema, with_metadata
+from schemas.tables import FORMAT_VERSION, RECORD_TYPES, SCHEMAS, check_schema, with_metadata
 
 _ARROW_KIND = {
     int: (pa.types.is_integer,),
@@ -79,11 +79,11 @@ def test_reader_refuses_unknown_format_version():
 
 def test_manifest_round_trips_and_refuses_other_versions():
     manifest = Manifest(
-        format_version=1, generation="000001", created_at="2026-12-02T00:00:00Z",
+        format_version=FORMAT_VERSION, generation="000001", created_at="2026-12-02T00:00:00Z",
         model_id="m", model_dim=4, chunker=ChunkerSettings(), normalizer_version=1,
         faiss_factory="Flat", n_documents=1, n_chunks=2, files={"a.txt": "00"},
         warnings=("w",),
     )
     assert manifest_from_json(manifest_to_json(manifest)) == manifest
     with pytest.raises(IndexFormatError):
-        manifest_from_json(manifest_to_json(dataclasses.replace(manifest, format_version=2)))
+        manifest_from_json(manifest_to_json(dataclasses.replace(manifest, format_version=FORMAT_VERSION + 1)))

@@ -353,7 +353,13 @@ def test_the_report_is_self_contained_and_allows_only_its_own_script(answer, idx
     assert len(scripts) == 1
     csp = unescape(re.search(r'<meta http-equiv="Content-Security-Policy" content="([^"]+)"', html).group(1))
     assert f"script-src {script_hash(scripts[0])}" in csp and "default-src 'none'" in csp
-    assert not re.search(r'\s(?:src|href)="(?:https?:)?//', html), "the report reaches for the network"
+    # Nothing loads from the network; the one outside address is a link the reader may follow.
+    assert not re.search(r'\ssrc="(?:https?:)?//|<link[^>]+href="(?:https?:)?//', html), "the report reaches for the network"
+    assert [unescape(url) for url in re.findall(r'href="(https?:[^"]*)"', html)] == [
+        f"https://help.northwind.example/faq?lang=en&v=2{c['locator']}"
+        for line in records_path.read_text().splitlines() for c in json.loads(line)["citations"]
+        if c["media_type"] == "text/html" and c["status"] == "exact"
+    ]
     images = json.loads(re.search(r'id="spanindex-page-images">(.*?)</script>', html, re.DOTALL).group(1))
     cited_pages = {(c.doc_id, r.page) for _, rec, _ in read_records(records_path) for c in rec.citations for r in c.rects}
     assert len(images) == len(cited_pages) == 1 and all(v.startswith("data:image/png;base64,") for v in images.values())
@@ -373,6 +379,8 @@ def test_a_report_with_a_source_base_links_the_live_html_page_at_its_text_fragme
     assert f'href="https://docs.example.com/corpus/web/faq.html{html_citation.locator}"' in unescape(report)
     pdf_page = records[0].citations[0].page
     assert f'href="https://docs.example.com/corpus/pricing/rate-card.pdf#page={pdf_page}"' in report
+    assert html_citation.url == "https://help.northwind.example/faq?lang=en&v=2" + html_citation.locator
+    assert f'href="{html_citation.url}"' in unescape(report), "no link to the live page"
     assert "docs.example.com" not in render_report(idx, records)  # without one, only the stored copies
 
 

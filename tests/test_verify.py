@@ -166,6 +166,9 @@ def test_html_source_range_with_tags_stripped_gives_the_quote(built):
         squash = lambda s: re.sub(r"\s+", "", s)  # noqa: E731
         assert squash(_visible_text(fragment)) == squash(quote), (chunk.doc_id, quote, fragment[:300])
         assert citation.locator.startswith("#:~:text=")
+        # A page that names its own address gets a link to the live page at the quote.
+        page_url = idx.document(chunk.doc_id).source_url
+        assert citation.url == (page_url + citation.locator if page_url else "")
         checked += 1
     assert checked > 0
 
@@ -303,6 +306,8 @@ def test_verify_cli_never_loads_torch_and_reports_rates(sample_index_test_model,
     selectors = {s["type"]: s for s in annotation["target"]["selector"]}
     assert selectors["TextQuoteSelector"]["exact"] == chunk.text[:60]
     assert selectors["TextPositionSelector"]["end"] - selectors["TextPositionSelector"]["start"] == 60
+    assert annotation["target"]["source"] == "https://help.northwind.example/faq?lang=en&v=2"
+    assert annotation["target"]["spanindex:docId"] == "web/faq.html"
 
 
 @pytest.mark.parametrize("content", ["{not json", "[]", '{"claims": 5}', "\udcff"])

@@ -16,6 +16,7 @@ FAQ_HTML = """\
 <head>
 <meta charset="utf-8">
 <title>Northwind Cloud FAQ &amp; Support Answers</title>
+<link rel="canonical" href="https://help.northwind.example/faq?lang=en&amp;v=2">
 <style>
   /* stylemarkerpangolin: theme for the help centre */
   body { font-family: Georgia, serif; max-width: 46em; margin: 2em auto; }

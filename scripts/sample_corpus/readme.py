@@ -19,7 +19,7 @@ README_LINES = [
     ("intl/multilingual.pdf", "2 pages: HTML-laid-out German, Greek, Russian, Korean, and "
      "shaped right-to-left Arabic and Hebrew (Arabic extracts as presentation forms); then "
      "Chinese and Japanese in PyMuPDF's built-in, non-embedded CJK fonts."),
-    ("web/faq.html", "UTF-8 HTML: title, named and numeric entities, nested inline tags, a "
+    ("web/faq.html", "UTF-8 HTML: title, a canonical link (its live address), named and numeric entities, nested inline tags, a "
      "word split across tags, script (with a closing div tag inside a string), style, "
      "comment, hidden and display:none elements that must not be indexed, table, nested "
      "lists, pre block with blank lines, br line breaks."),

@@ -1,0 +1,62 @@
+"""Where an HTML page lives on the web, as the page itself says.
+
+A saved page usually names its address: ``<link rel="canonical">`` or the Open
+Graph ``<meta property="og:url">``. With it, a citation becomes a link that
+opens the live page at the quote (the address plus a text fragment). Only an
+absolute http(s) address is taken: a relative one has nothing to resolve
+against, and any other scheme is not a page to open.
+"""
+
+from __future__ import annotations
+
+import html
+from urllib.parse import urlsplit
+
+from ingest.html_tokens import END, START, Tokenizer, parse_attrs
+
+# The head is over once one of these starts: what follows cannot name the page's address.
+_BODY_CONTENT = frozenset({"body", "main", "article", "div", "p", "h1", "h2", "table", "ul", "section", "header"})
+
+
+def canonical_url(decoded_source: str) -> str:
+    """The page's own absolute address, from its head; "" when it names none.
+
+    >>> canonical_url('<head><meta property="og:url" content="https://a.example/x">'
+    ...               '<link rel="Canonical" href="//b.example/y?p=1&amp;q=2">')
+    'https://b.example/y?p=1&q=2'
+    >>> canonical_url('<link rel="canonical" href="/relative/only">')
+    ''
+    """
+    canonical = og_url = ""
+    for token in Tokenizer(decoded_source):
+        kind = token[0]
+        if kind == END and token[3] == "head":
+            break
+        if kind != START:
+            continue
+        _, _, end, name, _, attrs_at = token
+        if name in _BODY_CONTENT:
+            break
+        if name not in ("link", "meta"):
+            continue
+        attrs = parse_attrs(decoded_source, attrs_at, end - 1)
+        if name == "link" and "canonical" in attrs.get("rel", "").lower().split() and not canonical:
+            canonical = _absolute_http(attrs.get("href", ""))
+        elif name == "meta" and attrs.get("property", "").strip().lower() == "og:url" and not og_url:
+            og_url = _absolute_http(attrs.get("content", ""))
+    return canonical or og_url
+
+
+def _absolute_http(raw: str) -> str:
+    url = html.unescape(raw).strip()
+    if url.startswith("//"):
+        url = "https:" + url  # protocol-relative: browsers would use the page's scheme; https is the safe guess
+    if any(c.isspace() or ord(c) < 0x20 for c in url):
+        return ""
+    try:
+        parts = urlsplit(url)
+    except ValueError:
+        return ""
+    if parts.scheme.lower() not in ("http", "https") or not parts.netloc:
+        return ""
+    return parts._replace(fragment="").geturl()
