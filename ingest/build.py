@@ -77,6 +77,7 @@ class BuildReport:
     full_reason: str = ""  # why the build did not reuse the live generation
     seconds: float = 0.0
     parse_seconds: float = 0.0  # summed over workers
+    worker_peak_rss_mb: float = 0.0  # the largest parsing process's peak memory
     embed_seconds: float = 0.0
     warnings: list[str] = field(default_factory=list)
 
@@ -167,6 +168,7 @@ def _write_generation(corpus, paths, settings, model, embedder, live, writer, re
             if result.internal_error:
                 report.internal_errors.append((result.doc_id, result.internal_error))
             report.parse_seconds += result.seconds
+            report.worker_peak_rss_mb = max(report.worker_peak_rss_mb, result.peak_rss_kb / 1024)
         writer.add_document(record)
         files_sha[record.doc_id] = record.source_sha256
         report.by_status[record.status.value] += 1

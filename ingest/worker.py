@@ -49,6 +49,7 @@ class DocResult:
     embed_texts: list[str] = field(default_factory=list)
     tables: dict[str, pa.Table] = field(default_factory=dict)
     seconds: float = 0.0
+    peak_rss_kb: int = 0  # the worker process's peak resident memory so far (0 where unknown)
     internal_error: str = ""  # traceback of an unexpected failure (a bug, not bad input)
 
     @property
@@ -76,7 +77,20 @@ def process_file(job: FileJob) -> DocResult:
         record = _error_record(job, f"internal error while parsing: {type(exc).__name__}: {exc}")
         result = DocResult(job.doc_id, record, internal_error=traceback.format_exc())
     result.seconds = time.perf_counter() - started
+    result.peak_rss_kb = _peak_rss_kb()
     return result
+
+
+def _peak_rss_kb() -> int:
+    # VmHWM, not ru_maxrss: a spawned worker's ru_maxrss starts at its parent's peak.
+    try:
+        with open("/proc/self/status", encoding="ascii") as status:
+            for line in status:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1])
+    except OSError:
+        pass
+    return 0
 
 
 def crashed_result(job: FileJob) -> DocResult:

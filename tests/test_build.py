@@ -74,6 +74,8 @@ def test_a_worker_that_dies_becomes_an_error_row_and_the_batch_carries_on(tmp_pa
     assert statuses.pop("b-crash.md") is DocStatus.ERROR
     assert set(statuses.values()) == {DocStatus.OK}
     assert "crashed" in results[1].record.error
+    # Each worker reports its own peak memory, not the one a spawned process inherits from its parent.
+    assert all(0 < r.peak_rss_kb < 4 * 1024 * 1024 for r in results if r.doc_id != "b-crash.md")
 
 
 def test_a_file_that_parses_forever_times_out_into_an_error_row_and_the_batch_carries_on(tmp_path):
