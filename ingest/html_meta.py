@@ -12,10 +12,8 @@ from __future__ import annotations
 import html
 from urllib.parse import urlsplit
 
-from ingest.html_tokens import END, START, Tokenizer, parse_attrs
-
-# The head is over once one of these starts: what follows cannot name the page's address.
-_BODY_CONTENT = frozenset({"body", "main", "article", "div", "p", "h1", "h2", "table", "ul", "section", "header"})
+from ingest.html_tags import IN_HEAD
+from ingest.html_tokens import END, START, TEXT, Tokenizer, parse_attrs
 
 
 def canonical_url(decoded_source: str) -> str:
@@ -28,14 +26,20 @@ def canonical_url(decoded_source: str) -> str:
     ''
     """
     canonical = og_url = ""
+    # Only the head is read: it ends, as for the tree builder, at </head>, at the first
+    # element that does not belong in a head, or at text that is not whitespace.
     for token in Tokenizer(decoded_source):
         kind = token[0]
+        if kind == TEXT:
+            if decoded_source[token[1] : token[2]].strip():
+                break
+            continue
         if kind == END and token[3] == "head":
             break
         if kind != START:
             continue
         _, _, end, name, _, attrs_at = token
-        if name in _BODY_CONTENT:
+        if name not in IN_HEAD and name != "html":
             break
         if name not in ("link", "meta"):
             continue
