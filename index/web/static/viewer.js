@@ -59,15 +59,13 @@
     view.querySelectorAll("img[data-src], img[data-src-ref]").forEach(function (img) {
       if (!img.getAttribute("src")) img.setAttribute("src", img.dataset.src || images[img.dataset.srcRef] || "");
     });
-    view.querySelectorAll("iframe[data-srcdoc]").forEach(function (frame) {
-      if (frame.hasAttribute("srcdoc")) { centreInFrame(frame); return; }
-      frame.addEventListener("load", function () { centreInFrame(frame); });
-      frame.srcdoc = frame.dataset.srcdoc;
-    });
-    view.querySelectorAll("iframe[data-srcdoc-ref]").forEach(function (frame) {
-      if (frame.hasAttribute("srcdoc")) { showCitation(frame); return; }
-      frame.addEventListener("load", function () { showCitation(frame); });
-      frame.srcdoc = sources[frame.dataset.srcdocRef] || "";
+    // A frame carries its own page (data-srcdoc) or names a shared copy (data-srcdoc-ref).
+    view.querySelectorAll("iframe[data-srcdoc], iframe[data-srcdoc-ref]").forEach(function (frame) {
+      var shared = "srcdocRef" in frame.dataset;
+      var show = shared ? showCitation : centreInFrame;
+      if (frame.hasAttribute("srcdoc")) { show(frame); return; }
+      frame.addEventListener("load", function () { show(frame); });
+      frame.srcdoc = shared ? (sources[frame.dataset.srcdocRef] || "") : frame.dataset.srcdoc;
     });
     var hit = view.querySelector(".hl");
     if (hit) centre(hit);
