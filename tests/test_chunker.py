@@ -136,7 +136,7 @@ def test_a_long_text_cut_in_pieces_keeps_exact_spans_and_whole_text_token_number
     assert all(i in covered for a, b in whole for i in range(a, b)), "a token of the text is in no chunk"
 
 
-def test_a_text_cut_in_pieces_differs_from_the_whole_only_near_the_piece_boundaries(tokenizer):
+def test_a_text_cut_in_pieces_differs_from_the_whole_only_near_the_piece_boundaries(tokenizer, monkeypatch):
     import ingest.chunker as chunker
 
     rng = random.Random(3)
@@ -146,13 +146,9 @@ def test_a_text_cut_in_pieces_differs_from_the_whole_only_near_the_piece_boundar
         for _ in range(1500)
     )
     whole = chunk_spans(text, tokenizer, ChunkerSettings())
-    saved = chunker.SEGMENT_CHARS
-    chunker.SEGMENT_CHARS = 50_000
-    try:
-        pieces = chunker._segments(text)
-        split = chunk_spans(text, tokenizer, ChunkerSettings())
-    finally:
-        chunker.SEGMENT_CHARS = saved
+    monkeypatch.setattr(chunker, "SEGMENT_CHARS", 50_000)
+    pieces = chunker._segments(text)
+    split = chunk_spans(text, tokenizer, ChunkerSettings())
     assert len(pieces) >= 8 and all(text[b - 2 : b] == "\n\n" for _, b in pieces[:-1])
     # Content-anchored cuts meet again after each boundary: a few chunks differ there, no more.
     kept = {(s.start, s.end) for s in whole} & {(s.start, s.end) for s in split}
