@@ -39,7 +39,11 @@ _SENTENCE_END = frozenset(".!?;:\u3002\uff01\uff1f\uff1b\u2026\u061f\u06d4\u0964
 _CLOSERS = frozenset("\"')]}\u2019\u201d\u00bb\u300d\u300f")
 _PARAGRAPH_GAP = re.compile(r"\n[^\S\n]*\n|\f")
 _LINE_BREAK = re.compile(r"[\r\n]+")
-_SPACE = re.compile(r"\s+")
+# Where a long text may be cut into pieces: whitespace the tokenizer also sees as
+# whitespace once control characters are spaces (CONTROL_TO_SPACE). Not Python's \s:
+# NEL (U+0085) and the other C1 controls are \s to Python but deleted by BERT's
+# normaliser, which glues the words on either side ("E\x85x" is one word, "ex").
+_PIECE_SPACE = re.compile(r"[ \t\n\r\x0b\x0c\x1c-\x1f]+")
 
 
 @dataclass(frozen=True, slots=True)
@@ -91,7 +95,11 @@ def _segments(doc_text: str) -> list[tuple[int, int]]:
     pieces, start, n = [], 0, len(doc_text)
     while n - start > SEGMENT_CHARS:
         lo, hi = start + SEGMENT_CHARS, min(n, start + 2 * SEGMENT_CHARS)
-        found = _PARAGRAPH_GAP.search(doc_text, lo, hi) or _LINE_BREAK.search(doc_text, lo, hi) or _SPACE.search(doc_text, lo)
+        found = (
+            _PARAGRAPH_GAP.search(doc_text, lo, hi)
+            or _LINE_BREAK.search(doc_text, lo, hi)
+            or _PIECE_SPACE.search(doc_text, lo)
+        )
         if found is None:  # no space to the end: the rest is one piece (and few tokens)
             break
         pieces.append((start, found.end()))

@@ -23,6 +23,8 @@ from ingest.html import parse_html, parse_html_text
 from schemas.errors import CorruptDocumentError
 from schemas.records import ParsedDocument, RunKind
 
+from conftest import examples
+
 ROOT = Path(__file__).resolve().parent.parent
 SHARED_HTML = ROOT.parent / "shared" / "corpus" / "html"
 SAMPLE_HTML = sorted(p for p in (ROOT / "sample_corpus" / "web").glob("*.html"))
@@ -446,7 +448,7 @@ _fragment = st.one_of(
 )
 
 
-@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(400), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.lists(_fragment, max_size=30).map("".join))
 def test_run_invariants_hold_for_random_html(markup):
     doc = parse_html_text(markup, "random.html")
@@ -457,7 +459,7 @@ def test_run_invariants_hold_for_random_html(markup):
 _CONTROL = re.compile("[\x00-\x08\x0b\x0e-\x1f\x7f]")
 
 
-@settings(max_examples=100, deadline=None)
+@settings(max_examples=examples(100), deadline=None)
 @given(st.lists(_fragment, max_size=20).map(lambda parts: _CONTROL.sub("", "".join(parts))))
 def test_run_invariants_hold_for_random_html_bytes(markup):
     doc = parse_html(markup.encode("utf-8"), "random.html")

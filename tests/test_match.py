@@ -8,6 +8,8 @@ from hypothesis import strategies as st
 from index.match import match_quote, numbers_kept
 from schemas.citations import CitationStatus
 
+from conftest import examples
+
 CHUNK = "Growth plan overage is billed at $0.12 per 1,000 API calls. Refunds take 14 days to arrive."
 
 
@@ -46,7 +48,7 @@ def test_numbers_keep_their_separators_and_multiplicity():
     assert not numbers_kept("1.000", "1,000")
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(st.text(min_size=20, max_size=300), st.data())
 def test_any_substring_is_found_exactly_at_its_first_occurrence(text, data):
     start = data.draw(st.integers(0, len(text) - 12))
@@ -57,7 +59,7 @@ def test_any_substring_is_found_exactly_at_its_first_occurrence(text, data):
     assert m.char_start == text.find(quote) and text[m.char_start : m.char_end] == quote
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(st.text(min_size=30, max_size=200), st.text(min_size=15, max_size=60))
 def test_a_verified_match_always_lies_inside_the_chunk(text, quote):
     m = match_quote(text, quote)

@@ -9,6 +9,8 @@ from hypothesis import strategies as st
 
 from ingest.normalize import normalize, normalize_with_map
 
+from conftest import examples
+
 # Text that stresses the map: combining marks, CRLF, zero-width characters, RTL,
 # ligatures, soft hyphens, hyphenated line ends, curly quotes, astral characters.
 _SPECIAL = list(
@@ -21,7 +23,7 @@ texts = st.lists(
 ).map("".join)
 
 
-@settings(max_examples=400, deadline=None)
+@settings(max_examples=examples(400), deadline=None)
 @given(texts)
 def test_every_normalised_character_maps_inside_the_original_in_order(original):
     n = normalize_with_map(original)
@@ -34,13 +36,13 @@ def test_every_normalised_character_maps_inside_the_original_in_order(original):
     assert (n.ends[1:] >= n.ends[:-1]).all(), "ends go backwards"
 
 
-@settings(max_examples=400, deadline=None)
+@settings(max_examples=examples(400), deadline=None)
 @given(texts)
 def test_fast_normalise_equals_the_mapped_one(original):
     assert normalize(original) == normalize_with_map(original).text
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(texts)
 def test_plain_ascii_characters_map_to_themselves(original):
     n = normalize_with_map(original)
@@ -50,7 +52,7 @@ def test_plain_ascii_characters_map_to_themselves(original):
             assert char == source or char in unicodedata.normalize("NFKC", source)
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @given(texts)
 def test_normalising_twice_changes_nothing(original):
     once = normalize(original)

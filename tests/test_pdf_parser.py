@@ -27,6 +27,8 @@ from ingest.pdf import PAGE_SEPARATOR, TEXT_FLAGS, parse_pdf
 from schemas.errors import CorruptDocumentError, DocumentError, EncryptedDocumentError
 from schemas.records import MediaType, ParsedDocument
 
+from conftest import examples
+
 PROJECT_ROOT = Path(__file__).resolve().parents[1]
 CORPUS_PDF = PROJECT_ROOT.parent / "shared" / "corpus" / "pdf"
 SAMPLE_CORPUS = PROJECT_ROOT / "sample_corpus"
@@ -682,7 +684,7 @@ def test_broken_inputs_never_crash_or_hang_the_process(tmp_path: Path) -> None:
         assert outcome["pdfjs__poppler-85140-0.pdf"] == "CorruptDocumentError"
 
 
-@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(25), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
     lines=st.lists(
         st.text(st.characters(min_codepoint=0x21, max_codepoint=0x7E), min_size=1, max_size=30),

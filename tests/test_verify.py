@@ -32,7 +32,8 @@ def _quotes(idx, per_doc=6, seed=3):
             continue
         chunks = idx.chunks_of(doc.doc_id)
         for chunk in rng.sample(chunks, min(per_doc, len(chunks))):
-            edges = [0] + [m.end() for m in re.finditer(r"\s+", chunk.text)] + [len(chunk.text)]
+            # Word edges; not after a hyphen that joins a word across a line ("Nat-\nural").
+            edges = [0] + [m.end() for m in re.finditer(r"(?<![-\u00ad\u2010\u2011\s])\s+", chunk.text)] + [len(chunk.text)]
             for _ in range(10):
                 a = rng.choice(edges)
                 ends = [e for e in edges if 30 <= e - a <= 160]
