@@ -36,6 +36,21 @@ class RunKind(StrEnum):
     SYNTHETIC = "synthetic"  # a separator the parser inserted: empty source range
 
 
+class HiddenReason(StrEnum):
+    """Why a reader cannot see a run of document text (it stays in the text, out of embeddings)."""
+
+    INVISIBLE_RENDER_MODE = "invisible_render_mode"  # PDF render mode 3, over nothing that shows it
+    BACKGROUND_COLOR = "background_color"  # drawn in the colour of what lies under it
+    TRANSPARENT = "transparent"  # opacity or alpha 0
+    TINY = "tiny"  # font size below 1 pt (PDF) or 1 CSS px (HTML)
+    CLIPPED = "clipped"  # clipped away (a clip path, overflow hidden)
+    OFF_PAGE = "off_page"  # outside the page or positioned off the screen
+    CSS_HIDDEN = "css_hidden"  # display:none or visibility:hidden (through a style sheet or inline)
+    ARIA_HIDDEN = "aria_hidden"  # in an aria-hidden subtree with no visible box
+    ZERO_SIZE = "zero_size"  # laid out with no area
+    NOT_LAID_OUT = "not_laid_out"  # the browser built no box for it
+
+
 def sha256_hex(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 
@@ -88,6 +103,15 @@ class HtmlRun:
     kind: RunKind
 
 
+@dataclass(frozen=True, slots=True)
+class HiddenRun:
+    """doc_text[start:end] is text a reader cannot see, for ``reason``."""
+
+    start: int
+    end: int
+    reason: HiddenReason
+
+
 @dataclass(frozen=True, slots=True, eq=False)
 class ParsedDocument:
     """What a parser produces: the document text and its map back to the artefact."""
@@ -103,6 +127,7 @@ class ParsedDocument:
     decoded_source: str | None = None  # HTML only: the source the runs index
     warnings: tuple[str, ...] = ()
     source_url: str = ""  # HTML: the page's own absolute address (canonical link or og:url)
+    hidden_runs: tuple[HiddenRun, ...] = ()  # sorted, non-overlapping
 
     @property
     def doc_version(self) -> str:
