@@ -6,9 +6,9 @@ from pathlib import Path
 
 import pyarrow as pa
 
-from index.layout import IndexPaths, read_current
 from index.store import Generation, open_generation, read_text_file
 from schemas.errors import IndexFormatError
+from schemas.layout import IndexPaths, read_current
 from schemas.records import (
     Chunk,
     DocumentRecord,
