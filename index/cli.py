@@ -8,12 +8,16 @@ import argparse
 import sys
 
 from index.cli_registry import COMMANDS, EXIT_ERROR, EXIT_LOCKED, EXIT_OK, EXIT_USAGE
+from ingest.embed import Embedder
 from schemas.errors import IndexLockedError, SpanindexError
 
 
-def main(argv: list[str] | None = None) -> int:
+def main(argv: list[str] | None = None, *, embedder: Embedder | None = None) -> int:
+    """Run one command; the exit code. ``embedder``: for an index built with an embedder of
+    your own (or a test double), which the commands that search then use."""
     parser = build_parser()
     args = parser.parse_args(argv)
+    args.embedder = embedder
     if not getattr(args, "run", None):
         parser.print_help()
         return EXIT_USAGE

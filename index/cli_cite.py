@@ -32,7 +32,7 @@ def run_verify(args) -> int:
 
     answer = load_answer(args.answer)
     records, summary = verify_answer(
-        index.open(args.index), answer, policy=Policy(args.policy), min_quote_chars=args.min_quote_chars
+        index.open(args.index, embedder=args.embedder), answer, policy=Policy(args.policy), min_quote_chars=args.min_quote_chars
     )
     if args.format == "w3c":
         lines = [
@@ -84,7 +84,7 @@ def run_resolve(args) -> int:
     from index.records_io import to_json
     from index.verify import resolve
 
-    citation = resolve(index.open(args.index), args.chunk_id, args.quote, min_quote_chars=args.min_quote_chars)
+    citation = resolve(index.open(args.index, embedder=args.embedder), args.chunk_id, args.quote, min_quote_chars=args.min_quote_chars)
     print_json(to_json(citation))
     return EXIT_OK if citation.status.verified else EXIT_FAILURES
 
@@ -109,7 +109,7 @@ def run_check(args) -> int:
 
     parsed = list(read_records(args.records))
     bad_lines = [error for _, record, error in parsed if record is None]
-    checked = list(check_records(index.open(args.index), (r for _, r, _ in parsed if r is not None)))
+    checked = list(check_records(index.open(args.index, embedder=args.embedder), (r for _, r, _ in parsed if r is not None)))
     if args.output:
         with open(args.output, "w", encoding="utf-8") as out:
             for record in checked:

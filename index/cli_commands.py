@@ -107,7 +107,7 @@ def _search(p: argparse.ArgumentParser) -> None:
 def run_search(args) -> int:
     import index
 
-    hits = index.open(args.index).search(args.query, args.k)
+    hits = index.open(args.index, embedder=args.embedder).search(args.query, args.k)
     if args.json:
         print_json([dataclasses.asdict(h) for h in hits])
         return EXIT_OK
@@ -131,7 +131,7 @@ def _stats(p: argparse.ArgumentParser) -> None:
 def run_stats(args) -> int:
     import index
 
-    idx = index.open(args.index)
+    idx = index.open(args.index, embedder=args.embedder)
     docs = idx.documents()
     stats = {
         "generation": idx.generation.name,
@@ -173,7 +173,7 @@ def run_show(args) -> int:
     import index
     from index.inspect import inspect_chunk
 
-    description = dataclasses.asdict(inspect_chunk(index.open(args.index), args.chunk_id, glyph_boxes=args.boxes))
+    description = dataclasses.asdict(inspect_chunk(index.open(args.index, embedder=args.embedder), args.chunk_id, glyph_boxes=args.boxes))
     if args.json:
         print_json(description)
         return EXIT_OK

@@ -32,7 +32,7 @@ def run_render(args) -> int:
     for _, record, error in parsed:
         if record is None:
             print(f"skipped {error}", file=sys.stderr)
-    output = write_report(index.open(args.index), records, args.output, zoom=args.zoom,
+    output = write_report(index.open(args.index, embedder=args.embedder), records, args.output, zoom=args.zoom,
                           source_base=args.source_base, title=args.title)
     citations = sum(len(r.citations) for r in records)
     size = output.stat().st_size
@@ -58,7 +58,7 @@ def run_serve(args) -> int:
     # Bound to loopback, only loopback Host headers are answered (no DNS rebinding);
     # bound elsewhere on purpose, the operator decides who may reach it.
     allowed = LOOPBACK_HOSTS if _is_loopback(args.host) else ["*"]
-    app = create_app(args.index, zoom=args.zoom, allowed_hosts=allowed)
+    app = create_app(args.index, zoom=args.zoom, allowed_hosts=allowed, embedder=args.embedder)
     print(f"spanindex viewer on http://{args.host}:{args.port}/ (index {args.index}); Ctrl-C stops it")
     uvicorn.run(app, host=args.host, port=args.port, log_level="warning")
     return EXIT_OK

@@ -7,6 +7,7 @@ from pathlib import Path
 import pyarrow as pa
 
 from index.store import Generation, open_generation, read_text_file
+from ingest.embed import Embedder
 from schemas.errors import IndexFormatError
 from schemas.layout import IndexPaths, read_current
 from schemas.records import (
@@ -37,7 +38,9 @@ class Index:
     'pricing/rate-card.pdf'
     """
 
-    def __init__(self, root: str | Path, generation: str | None = None) -> None:
+    def __init__(self, root: str | Path, generation: str | None = None, *, embedder: Embedder | None = None) -> None:
+        """``embedder``: the one the index was built with, when it is not a model the manifest
+        names (a test double, an embedder of your own); by default the model is loaded on first search."""
         self.paths = IndexPaths(Path(root))
         self.generation: Generation = open_generation(self.paths, generation)
         self.manifest = self.generation.manifest
@@ -46,6 +49,10 @@ class Index:
         self._chunk_cache: dict[int, Chunk] = {}
         self._texts: dict[str, str] = {}
         self._embedder = None
+        if embedder is not None:
+            from index.search import check_embedder
+
+            self._embedder = check_embedder(embedder, self.manifest)
 
     # -- documents -----------------------------------------------------------
 
@@ -143,8 +150,8 @@ class Index:
 
         return search(self, query, k)
 
-    def embedder(self):
-        """The model this index was built with (loaded once, on first search)."""
+    def embedder(self) -> Embedder:
+        """The model this index was built with: the one passed in, or loaded once on first search."""
         if self._embedder is None:
             from index.search import load_embedder
 
@@ -168,6 +175,6 @@ def follow_current(idx: Index) -> Index:
     return fresh
 
 
-def open_index(root: str | Path, generation: str | None = None) -> Index:
+def open_index(root: str | Path, generation: str | None = None, *, embedder: Embedder | None = None) -> Index:
     """Open the live generation of the index at ``root`` (or a named one)."""
-    return Index(root, generation)
+    return Index(root, generation, embedder=embedder)

@@ -9,8 +9,6 @@ text embedded once, and the live generation's vectors reused.
 
 from __future__ import annotations
 
-import hashlib
-import re
 import time
 from collections.abc import Callable, Sequence
 from typing import Protocol
@@ -76,28 +74,6 @@ class SentenceTransformerEmbedder:
             show_progress_bar=False,
         )
         return np.ascontiguousarray(vectors, dtype=np.float32)
-
-
-class HashingEmbedder:
-    """A tiny deterministic bag-of-words embedder for tests that are about something else.
-
-    >>> HashingEmbedder(dim=8).embed(["a b", "a b"]).tolist()[0] == HashingEmbedder(dim=8).embed(["a b"]).tolist()[0]
-    True
-    """
-
-    def __init__(self, dim: int = 64) -> None:
-        self.dim = dim
-        self.model_id = f"test:hashing-{dim}"
-
-    def embed(self, texts: Sequence[str]) -> np.ndarray:
-        out = np.zeros((len(texts), self.dim), dtype=np.float32)
-        for row, text in enumerate(texts):
-            for word in re.findall(r"\w+", text.lower()):
-                h = int.from_bytes(hashlib.blake2b(word.encode(), digest_size=8).digest(), "little")
-                out[row, h % self.dim] += 1.0 if (h >> 32) & 1 else -1.0
-        norms = np.linalg.norm(out, axis=1, keepdims=True)
-        norms[norms == 0] = 1.0
-        return out / norms
 
 
 class VectorQueue:

@@ -10,7 +10,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-import pyarrow as pa
 
 from ingest.embed import Embedder, VectorQueue
 from ingest.parse import PARSER_VERSION

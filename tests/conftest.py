@@ -4,10 +4,14 @@ from __future__ import annotations
 
 import collections
 import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 from hypothesis import HealthCheck, settings
+
+from doubles import HashingEmbedder
 
 os.environ["HF_HUB_OFFLINE"] = "1"
 os.environ["TRANSFORMERS_OFFLINE"] = "1"
@@ -63,6 +67,26 @@ def needs_shared_corpus() -> None:
         pytest.skip("../shared/corpus is absent")
 
 
+# The CLI with the test embedder injected: for commands that search an index built with it.
+_CLI_WITH_TEST_EMBEDDER = (
+    f"import sys; sys.path.insert(0, {str(ROOT / 'tests')!r}); from doubles import HashingEmbedder; "
+    "from index.cli import main; sys.exit(main(sys.argv[1:], embedder=HashingEmbedder()))"
+)
+
+
+def spanindex_command(*args, test_embedder: bool = False) -> list[str]:
+    """The command line of `spanindex ARGS` in a fresh Python process (``python -m index``)."""
+    if test_embedder:
+        return [sys.executable, "-c", _CLI_WITH_TEST_EMBEDDER, *map(str, args)]
+    return [sys.executable, "-m", "index", *map(str, args)]
+
+
+def spanindex(*args, test_embedder: bool = False, cwd: Path = ROOT, timeout: float = 600) -> subprocess.CompletedProcess:
+    """Run `spanindex ARGS` as a user does, in its own process; its exit code and output."""
+    return subprocess.run(spanindex_command(*args, test_embedder=test_embedder), capture_output=True, text=True,
+                          cwd=cwd, timeout=timeout)
+
+
 def chunk_with(idx, doc_id: str, quote: str) -> str:
     """The id of the chunk of ``doc_id`` whose text holds ``quote``."""
     for chunk in idx.chunks_of(doc_id):
@@ -99,7 +123,6 @@ def sample_index(tmp_path_factory, real_embedder) -> Path:
 def sample_index_test_model(tmp_path_factory) -> Path:
     """sample_corpus/ built with the tiny test embedder: for tests about maps, not retrieval."""
     from ingest.build import BuildSettings, build_index
-    from ingest.embed import HashingEmbedder
 
     index_dir = tmp_path_factory.mktemp("sample-index-test-model")
     build_index(SAMPLE_CORPUS, index_dir, BuildSettings(workers=2), embedder=HashingEmbedder())
@@ -111,7 +134,6 @@ def shared_index(tmp_path_factory) -> Path:
     """../shared/corpus built once with the test embedder (the maps are what is tested)."""
     needs_shared_corpus()
     from ingest.build import BuildSettings, build_index
-    from ingest.embed import HashingEmbedder
 
     index_dir = tmp_path_factory.mktemp("shared-index")
     build_index(SHARED_CORPUS, index_dir, BuildSettings(workers=2), embedder=HashingEmbedder())
@@ -124,6 +146,6 @@ def built(request, sample_index_test_model):
     import index
 
     if request.param == "sample":
-        return index.open(sample_index_test_model), SAMPLE_CORPUS
+        return index.open(sample_index_test_model, embedder=HashingEmbedder()), SAMPLE_CORPUS
     needs_shared_corpus()
-    return index.open(request.getfixturevalue("shared_index")), SHARED_CORPUS
+    return index.open(request.getfixturevalue("shared_index"), embedder=HashingEmbedder()), SHARED_CORPUS

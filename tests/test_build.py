@@ -16,16 +16,16 @@ import pytest
 
 import index
 from ingest.build import BuildSettings, build_index, discover
-from ingest.embed import HashingEmbedder
 from ingest.lock import BuildLock
 from ingest.model import resolve_model
 from ingest.pool import process_in_workers
 from ingest.worker import FileJob, WorkerSettings, process_file
-from schemas.errors import IndexLockedError, SpanindexError
+from schemas.errors import IndexLockedError, ModelError, SpanindexError
 from schemas.records import ChunkerSettings, DocStatus, MediaType
 from schemas.tables import FORMAT_VERSION
 
 from conftest import ROOT, SAMPLE_CORPUS
+from doubles import HashingEmbedder
 
 
 def crash_on_marked_files(job: FileJob):
@@ -102,6 +102,16 @@ def test_a_file_that_parses_forever_times_out_into_an_error_row_and_the_batch_ca
     assert {statuses[n] for n in names if "hang" not in n} == {DocStatus.OK}
 
 
+def test_an_index_built_with_another_embedder_is_searched_only_with_that_embedder_passed_in(tmp_path):
+    build_index(_small_corpus(tmp_path / "c"), tmp_path / "idx", BuildSettings(workers=1), embedder=HashingEmbedder())
+    with pytest.raises(ModelError, match="test:hashing-64"):
+        index.open(tmp_path / "idx").search("invoices", k=1)  # the library knows no test double by name
+    with pytest.raises(ModelError, match="the index was built with test:hashing-64"):
+        index.open(tmp_path / "idx", embedder=HashingEmbedder(dim=32))
+    [hit] = index.open(tmp_path / "idx", embedder=HashingEmbedder()).search("invoices due dates", k=1)
+    assert hit.doc_id == "a.md"
+
+
 def test_rebuilding_an_unchanged_corpus_parses_nothing_and_gives_identical_rows(tmp_path):
     corpus = _small_corpus(tmp_path / "c")
     idx_dir = tmp_path / "idx"
@@ -123,7 +133,7 @@ def test_faiss_factories_train_fall_back_or_are_refused_up_front(tmp_path):
     corpus = _small_corpus(tmp_path / "c")
     (corpus / "long.md").write_text("\n\n".join(f"Paragraph {i} about topic {i % 7}." * 30 for i in range(40)))
     ivf = build_index(corpus, tmp_path / "ivf", BuildSettings(workers=1, faiss_factory="IVF4,Flat"), embedder=HashingEmbedder())
-    idx = index.open(tmp_path / "ivf")
+    idx = index.open(tmp_path / "ivf", embedder=HashingEmbedder())
     assert idx.manifest.faiss_factory == "IVF4,Flat" and idx.generation.faiss().ntotal == ivf.chunks
     assert idx.search("topic 3", k=3)
     small = build_index(corpus, tmp_path / "pq", BuildSettings(workers=1, faiss_factory="IVF1024,PQ16"), embedder=HashingEmbedder())

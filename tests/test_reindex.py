@@ -22,10 +22,10 @@ from index.fsck import fsck
 from index.records_io import read_records, record_line
 from index.verify import Verifier, resolve
 from ingest.build import BuildSettings, build_index
-from ingest.embed import HashingEmbedder
 from schemas.citations import Claim, ClaimVerdict, DriftStatus, Support
 
 from conftest import ROOT, SAMPLE_CORPUS, SHARED_CORPUS
+from doubles import HashingEmbedder
 
 
 def _build(corpus, idx_dir, **settings):
@@ -300,8 +300,9 @@ def test_check_cli_writes_repaired_records_and_a_summary(tmp_path):
 
 _BUILDER = """
 import sys
+sys.path.insert(0, "tests")
+from doubles import HashingEmbedder
 from ingest.build import BuildSettings, build_index
-from ingest.embed import HashingEmbedder
 build_index(sys.argv[1], sys.argv[2], BuildSettings(workers=1, wait_for_lock={wait}), embedder=HashingEmbedder())
 """
 
@@ -371,7 +372,7 @@ def test_searches_and_verifications_during_builds_never_fail(tmp_path):
     def reader():
         while not stop.is_set():
             try:
-                idx = index.open(idx_dir)
+                idx = index.open(idx_dir, embedder=HashingEmbedder())
                 chunk = idx.chunks_of("docs/long-policy.md")[3]
                 assert resolve(idx, chunk.chunk_id, chunk.text[5:90]).status.verified
                 assert idx.search("security council review", k=3)

@@ -23,6 +23,7 @@ from index.web.app import create_app
 from index.web.templating import script_hash, script_json
 
 from conftest import chunk_with
+from doubles import HashingEmbedder
 
 PDF_QUOTE = "Growth plan overage is billed at $0.12 per 1,000 API calls."
 HTML_QUOTE = "Larger events are sent as a link that stays valid for 24 hours."
@@ -46,7 +47,7 @@ def idx(sample_index_test_model):
 
 @pytest.fixture(scope="module")
 def client(sample_index_test_model):
-    return TestClient(create_app(sample_index_test_model), base_url="http://127.0.0.1")
+    return TestClient(create_app(sample_index_test_model, embedder=HashingEmbedder()), base_url="http://127.0.0.1")
 
 
 @pytest.fixture(scope="module")
@@ -404,13 +405,12 @@ def test_a_record_with_fields_of_the_wrong_type_is_skipped_not_rendered(answer, 
 
 def test_the_server_follows_a_reindex_to_the_new_generation(tmp_path):
     from ingest.build import BuildSettings, build_index
-    from ingest.embed import HashingEmbedder
 
     corpus, index_dir = tmp_path / "corpus", tmp_path / "index"
     corpus.mkdir()
     (corpus / "note.md").write_text("# Note\n\nThe first version says the limit is 40 requests.\n")
     build_index(corpus, index_dir, BuildSettings(workers=1), embedder=HashingEmbedder())
-    local = TestClient(create_app(index_dir), base_url="http://127.0.0.1")
+    local = TestClient(create_app(index_dir, embedder=HashingEmbedder()), base_url="http://127.0.0.1")
     first = local.get("/api/search", params={"q": "limit"}).json()
     assert "40 requests" in first["hits"][0]["text"]
 

@@ -2,7 +2,7 @@
 
 One index is built for the module: sample_corpus/ plus a hostile HTML page, a hostile
 Markdown note and a 300-page PDF, with the test embedder. The real server runs in a
-subprocess (`python -m index serve`) on a free loopback port. Screenshots go to
+subprocess (`spanindex serve`) on a free loopback port. Screenshots go to
 test-artifacts/. Run with -s to see the click-to-highlight times.
 """
 
@@ -16,7 +16,6 @@ import shutil
 import socket
 import statistics
 import subprocess
-import sys
 import time
 import urllib.request
 from pathlib import Path
@@ -27,7 +26,8 @@ import pytest
 import index
 from index.cli import main
 
-from conftest import ARTIFACTS, ROOT, SAMPLE_CORPUS, chunk_with
+from conftest import ARTIFACTS, ROOT, SAMPLE_CORPUS, chunk_with, spanindex_command
+from doubles import HashingEmbedder
 
 pytestmark = pytest.mark.browser
 
@@ -89,7 +89,6 @@ def long_pdf(path: Path, pages: int = 300) -> None:
 def viewer_index(tmp_path_factory) -> Path:
     require_chromium()
     from ingest.build import BuildSettings, build_index
-    from ingest.embed import HashingEmbedder
 
     corpus = shutil.copytree(SAMPLE_CORPUS, tmp_path_factory.mktemp("viewer") / "corpus")
     (corpus / "extra").mkdir()
@@ -143,10 +142,10 @@ def report(viewer_index, answer, tmp_path_factory) -> tuple[Path, list[dict]]:
 
 @contextlib.contextmanager
 def running_server(index_dir: Path):
-    """`python -m index serve` on a free loopback port, until the block ends."""
+    """`spanindex serve` (with the test embedder the index was built with) on a free loopback port."""
     port = free_port()
     process = subprocess.Popen(
-        [sys.executable, "-m", "index", "serve", str(index_dir), "--port", str(port)],
+        spanindex_command("serve", index_dir, "--port", port, test_embedder=True),
         cwd=ROOT, env={**os.environ, "PYTHONUNBUFFERED": "1"}, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
     )
     base = f"http://127.0.0.1:{port}"

@@ -33,6 +33,7 @@ from index.web import api
 from index.web.security import MAX_BODY_BYTES, PDF_CSP, SANDBOX_CSP, BodyLimit, SecurityHeaders
 from index.web.templating import environment
 from index.web.viewer import Viewer
+from ingest.embed import Embedder
 from schemas.citations import Policy
 from schemas.errors import AnswerFormatError, SpanindexError
 from schemas.records import MediaType
@@ -47,15 +48,17 @@ def create_app(
     zoom: float = DEFAULT_ZOOM,
     max_body_bytes: int = MAX_BODY_BYTES,
     allowed_hosts: list[str] | None = None,
+    embedder: Embedder | None = None,
 ) -> FastAPI:
     """The viewer over the live generation of ``index_dir``.
 
     ``allowed_hosts`` defaults to loopback names: a page elsewhere that rebinds its
-    DNS name to 127.0.0.1 must not read the index through the browser.
+    DNS name to 127.0.0.1 must not read the index through the browser. ``embedder``: for an
+    index built with an embedder the manifest cannot name (see ``index.open``).
 
     >>> app = create_app("build/sample-index")   # doctest: +SKIP
     """
-    viewer = Viewer(index_dir, zoom=zoom)
+    viewer = Viewer(index_dir, zoom=zoom, embedder=embedder)
     app = FastAPI(
         title="spanindex viewer",
         summary="Search, verify and inspect an offset-preserving chunk index.",

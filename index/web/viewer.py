@@ -19,12 +19,13 @@ from index.page_images import DEFAULT_ZOOM, PageImageCache
 from index.reader import Index, follow_current
 from index.render import Links
 from index.views import PageView, ViewBuilder
+from ingest.embed import Embedder
 from schemas.records import DocStatus, DocumentRecord
 
 
 class Viewer:
-    def __init__(self, index_dir: str | Path, *, zoom: float = DEFAULT_ZOOM) -> None:
-        self.index = Index(index_dir)
+    def __init__(self, index_dir: str | Path, *, zoom: float = DEFAULT_ZOOM, embedder: Embedder | None = None) -> None:
+        self.index = Index(index_dir, embedder=embedder)
         self.views = ViewBuilder(self.index)
         self.images = PageImageCache()
         self.zoom = zoom
