@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ingest.embed import Embedder, VectorQueue
+from ingest.faiss_index import build_faiss, check_factory
 from ingest.lock import BuildLock
 from ingest.model import ModelInfo, resolve_model
 from ingest.normalize import NORMALIZER_VERSION
@@ -26,7 +27,6 @@ from ingest.pool import process_in_workers
 from ingest.publish import fsync_dir, publish
 from ingest.retention import retire_generations
 from ingest.reuse import LiveGeneration, carry_over
-from ingest.faiss_index import build_faiss, check_factory
 from ingest.worker import DocResult, FileJob, WorkerSettings
 from ingest.write import GenerationWriter
 from schemas.layout import IndexPaths, read_current

@@ -19,10 +19,10 @@ import pytest
 import index
 from index.drift import check_records, summarize_drift
 from index.fsck import fsck
-from index.records_io import read_records, record_line
 from index.verify import Verifier, resolve
 from ingest.build import BuildSettings, build_index
 from schemas.citations import Claim, ClaimVerdict, DriftStatus, Support
+from schemas.record_json import read_records, record_line
 
 from conftest import ROOT, SAMPLE_CORPUS, SHARED_CORPUS
 from doubles import HashingEmbedder

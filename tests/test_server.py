@@ -15,12 +15,12 @@ from fastapi.testclient import TestClient
 
 import index
 from index.cli import main
-from index.records_io import read_records
-from index.source_view import HIT_ID, marked_html
 from index.verify import resolve
-from index.views import ViewBuilder, ViewKind
-from index.web.app import create_app
-from index.web.templating import script_hash, script_json
+from index.viewer.marked_source import HIT_ID, marked_html
+from index.viewer.server.app import create_app
+from index.viewer.source_views import ViewBuilder, ViewKind
+from index.viewer.templating import script_hash, script_json
+from schemas.record_json import read_records
 
 from conftest import chunk_with
 from doubles import HashingEmbedder
@@ -369,9 +369,9 @@ def test_the_report_is_self_contained_and_allows_only_its_own_script(answer, idx
 
 
 def test_a_report_with_a_source_base_links_the_live_html_page_at_its_text_fragment(answer, idx):
-    from index.answers import parse_answer
-    from index.render import render_report
     from index.verify import verify_answer
+    from index.viewer.report import render_report
+    from schemas.answer_json import parse_answer
 
     records, _ = verify_answer(idx, parse_answer(answer))
     html_citation = records[1].citations[0]
@@ -427,9 +427,9 @@ def test_the_server_follows_a_reindex_to_the_new_generation(tmp_path):
 
 
 def test_a_report_carries_each_cited_html_page_once_with_marks_for_every_citation(idx):
-    from index.answers import parse_answer
-    from index.render import render_report
     from index.verify import verify_answer
+    from index.viewer.report import render_report
+    from schemas.answer_json import parse_answer
 
     quotes = [HTML_QUOTE, "Audit logs are kept for 400 days on the Scale plan.", "Larger events are sent as a link"]
     answer = {"answer_id": "twice", "claims": [

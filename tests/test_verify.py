@@ -14,9 +14,9 @@ import pytest
 from bs4 import BeautifulSoup, Comment
 
 import index
-from index.answers import parse_answer
 from index.verify import Verifier, resolve, verify_answer
 from ingest.normalize import normalize
+from schemas.answer_json import parse_answer
 from schemas.citations import CitationStatus, ClaimVerdict, Policy, Support
 from schemas.errors import AnswerFormatError
 from schemas.records import DocStatus, MediaType

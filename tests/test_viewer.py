@@ -445,7 +445,7 @@ def test_click_to_highlight_on_a_late_page_of_a_300_page_pdf(page, report, viewe
     report_path, records = report
     late = next(r for r in records if r["claim_id"] == "late")["citations"][0]
     assert late["status"] == "exact" and late["page"] == LATE_PAGE
-    from index.page_images import render_page
+    from index.viewer.page_images import render_page
 
     started = time.perf_counter()
     rendered = render_page(idx.source_path("extra/long-report.pdf"), LATE_PAGE)

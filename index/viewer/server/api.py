@@ -7,11 +7,11 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Body, HTTPException, Query, Request
 from pydantic import BaseModel
 
-from index.answers import parse_answer
 from index.chunk_tokens import ChunkToken, chunk_tokens
 from index.inspect import ChunkPlace, inspect_chunk
 from index.verify import verify_answer
-from index.web.viewer import Viewer
+from index.viewer.server.state import ServerState
+from schemas.answer_json import parse_answer
 from schemas.citations import ClaimRecord, Policy, VerifySummary
 from schemas.errors import AnswerFormatError
 from schemas.records import SearchHit
@@ -41,7 +41,7 @@ class ChunkResponse(BaseModel):
     tokens: list[ChunkToken]
 
 
-# The Answer shape, documented for clients; the body is read leniently by index.answers
+# The Answer shape, documented for clients; the body is read leniently by schemas.answer_json
 # (camelCase accepted, a malformed claim kept with its error rather than failing the request).
 ANSWER_SCHEMA = {
     "type": "object",
@@ -78,8 +78,8 @@ ANSWER_SCHEMA = {
 }
 
 
-def _viewer(request: Request) -> Viewer:
-    return request.app.state.viewer
+def _server(request: Request) -> ServerState:
+    return request.app.state.server
 
 
 @router.get("/search", response_model=SearchResponse, summary="Nearest chunks to a query, with their exact spans")
@@ -88,10 +88,10 @@ def api_search(
     q: Annotated[str, Query(min_length=1, max_length=2000, description="the query")],
     k: Annotated[int, Query(ge=1, le=MAX_K, description="number of hits")] = 5,
 ) -> SearchResponse:
-    viewer = _viewer(request)
-    with viewer.reading():
-        hits = viewer.index.search(q, k)
-    return SearchResponse(query=q, k=k, generation=viewer.index.generation.name, hits=hits)
+    server = _server(request)
+    with server.reading():
+        hits = server.index.search(q, k)
+    return SearchResponse(query=q, k=k, generation=server.index.generation.name, hits=hits)
 
 
 @router.post(
@@ -106,15 +106,15 @@ def api_verify(
     answer: Annotated[dict[str, Any], Body()],
     policy: Annotated[Policy, Query(description="what happens to claims that fail")] = Policy.MARK,
 ) -> VerifyResponse:
-    viewer = _viewer(request)
+    server = _server(request)
     try:
         parsed = parse_answer(answer)
     except AnswerFormatError as exc:
         raise HTTPException(422, str(exc)) from None
-    with viewer.reading():
-        records, summary = verify_answer(viewer.index, parsed, policy=policy)
+    with server.reading():
+        records, summary = verify_answer(server.index, parsed, policy=policy)
     return VerifyResponse(
-        answer_id=parsed.answer_id, policy=policy, generation=viewer.index.generation.name,
+        answer_id=parsed.answer_id, policy=policy, generation=server.index.generation.name,
         records=records, summary=summary,
     )
 
@@ -126,11 +126,11 @@ def api_verify(
     responses={404: {"description": "no such chunk"}},
 )
 def api_chunk(request: Request, chunk_id: str) -> ChunkResponse:
-    viewer = _viewer(request)
-    with viewer.reading():
-        chunk = viewer.index.chunk(chunk_id)
+    server = _server(request)
+    with server.reading():
+        chunk = server.index.chunk(chunk_id)
         if chunk is None:
             raise HTTPException(404, f"no chunk {chunk_id!r} in this index")
-        place = inspect_chunk(viewer.index, chunk_id)
-        tokens = chunk_tokens(viewer.index.manifest, chunk)
+        place = inspect_chunk(server.index, chunk_id)
+        tokens = chunk_tokens(server.index.manifest, chunk)
     return ChunkResponse(chunk=place, tokens=tokens)

@@ -7,7 +7,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from index.cli_registry import COMMANDS, EXIT_ERROR, EXIT_LOCKED, EXIT_OK, EXIT_USAGE
+from index.cli.registry import COMMANDS, EXIT_ERROR, EXIT_LOCKED, EXIT_OK, EXIT_USAGE
 from ingest.embed import Embedder
 from schemas.errors import IndexLockedError, SpanindexError
 
@@ -35,10 +35,11 @@ def main(argv: list[str] | None = None, *, embedder: Embedder | None = None) -> 
 
 
 def build_parser() -> argparse.ArgumentParser:
-    # Importing the command modules registers their subcommands, in this order.
-    from index import cli_commands  # noqa: F401, I001
-    from index import cli_cite  # noqa: F401
-    from index import cli_view  # noqa: F401
+    # Importing the command modules registers their subcommands, in this order:
+    # the index itself, citations, the viewer.
+    from index.cli import index_commands  # noqa: F401, I001
+    from index.cli import citation_commands  # noqa: F401
+    from index.cli import viewer_commands  # noqa: F401
 
     parser = argparse.ArgumentParser(
         prog="spanindex",

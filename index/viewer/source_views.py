@@ -17,7 +17,7 @@ import numpy as np
 from index.inspect import ChunkPlace
 from index.locate import HtmlSourceMap
 from index.reader import Index
-from index.source_view import MarkedText, marked_html, marked_text
+from index.viewer.marked_source import MarkedText, marked_html, marked_text
 from schemas.citations import Citation
 from schemas.records import DocumentRecord, MediaType, PdfPage, Rect
 
