@@ -209,6 +209,28 @@ def test_number_guard_on_a_near_identical_quote(sample_index_test_model):
     assert "$0.12 per 1,000" in typo.quote
 
 
+def test_offset_maps_are_built_once_per_document_by_the_index_for_every_user(sample_index_test_model):
+    from index.inspect import inspect_chunk
+    from index.reader import MAPS_KEPT
+    from index.viewer.source_views import ViewBuilder
+
+    idx = index.open(sample_index_test_model)
+    pdf = next(c for c in idx.chunks_of("pricing/rate-card.pdf") if "$0.12 per 1,000" in c.text)
+    html = idx.chunks_of("web/faq.html")[0]
+    char_map, source_map = idx.pdf_char_map(pdf.doc_id), idx.html_source_map(html.doc_id)
+    views = ViewBuilder(idx)
+    for chunk, quote in ((pdf, "billed at $0.12 per 1,000 API calls"), (html, html.text[:40])):
+        citation = Verifier(idx).cite(Support(chunk.chunk_id, quote))  # a fresh verifier: nothing of its own
+        assert citation.status.verified and views.citation(citation).kind.value in ("pdf", "html")
+        inspect_chunk(idx, chunk.chunk_id, glyph_boxes=True)
+    assert idx.pdf_char_map(pdf.doc_id) is char_map and idx.html_source_map(html.doc_id) is source_map
+    assert {kind for kind, _ in idx._maps} == {"pdf_char_map", "page_labels", "pdf_pages", "html_source_map"}
+    for doc in idx.documents():
+        idx.page_labels(doc.doc_id)
+        idx.pdf_page(doc.doc_id, 1)
+    assert len(idx._maps) <= MAPS_KEPT
+
+
 def test_short_quotes_prove_nothing_and_repeats_take_the_first(sample_index_test_model):
     idx = index.open(sample_index_test_model)
     chunk = idx.chunks_of("docs/long-policy.md")[0]
