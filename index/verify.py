@@ -24,6 +24,7 @@ from schemas.citations import (
     Claim,
     ClaimRecord,
     ClaimVerdict,
+    Placement,
     Policy,
     Support,
     VerifySummary,
@@ -63,21 +64,16 @@ class Verifier:
                 error=f"no chunk {support.chunk_id!r} in this index (generation {self.index.generation.name})",
             )
         found = match_quote(chunk.text, support.quote, self.min_quote_chars)
-        common = dict(
-            model_quote=support.quote,
-            status=found.status,
-            media_type=self._media_type(chunk.doc_id).value,
-            match_score=found.score,
-            retrieved_rank=support.retrieved_rank,
-            retrieved_score=support.retrieved_score,
+        checked = dataclasses.replace(
+            base, status=found.status, media_type=self._media_type(chunk.doc_id), match_score=found.score
         )
         if found.status.verified:
-            return Citation(**common, **self._place(chunk, found.char_start, found.char_end, found.occurrences))
+            return checked.placed(self.place(chunk, found.char_start, found.char_end, found.occurrences))
         found_elsewhere = None
         if found.status is CitationStatus.QUOTE_NOT_FOUND:
             found_elsewhere = find_in_document(self.index.doc_text(chunk.doc_version), support.quote)
-        return Citation(
-            **common,
+        return dataclasses.replace(
+            checked,
             chunk_id=chunk.chunk_id,
             doc_id=chunk.doc_id,
             doc_version=chunk.doc_version,
@@ -86,13 +82,15 @@ class Verifier:
 
     def locate(self, citation: Citation, chunk: Chunk, char_start: int, char_end: int, *, occurrences: int = 1) -> Citation:
         """``citation`` placed at ``chunk.text[char_start:char_end]``: offsets, page, rectangles, source."""
-        return dataclasses.replace(citation, **self._place(chunk, char_start, char_end, occurrences))
+        return citation.placed(self.place(chunk, char_start, char_end, occurrences))
 
-    def _place(self, chunk: Chunk, char_start: int, char_end: int, occurrences: int) -> dict:
+    def place(self, chunk: Chunk, char_start: int, char_end: int, occurrences: int = 1) -> Placement:
+        """Where ``chunk.text[char_start:char_end]`` lies: document offsets, context, and for a PDF
+        the page and line rectangles, for HTML the decoded-source range and a text fragment."""
         doc_text = self.index.doc_text(chunk.doc_version)
         doc_start, doc_end = chunk.start + char_start, chunk.start + char_end
         prefix, suffix = context(doc_text, doc_start, doc_end)
-        place = dict(
+        span = Placement(
             chunk_id=chunk.chunk_id,
             doc_id=chunk.doc_id,
             doc_version=chunk.doc_version,
@@ -111,13 +109,15 @@ class Verifier:
             rects = tuple(char_map.rects(doc_text, doc_start, doc_end))
             page = rects[0].page if rects else char_map.page_of(doc_start)
             label = self.index.page_labels(chunk.doc_id).get(page, "") if page else ""
-            place.update(page=page, page_label=label, rects=rects, locator=pdf_locator(page))
-        elif media_type is MediaType.HTML:
+            return dataclasses.replace(span, page=page, page_label=label, rects=rects, locator=pdf_locator(page))
+        if media_type is MediaType.HTML:
             src_start, src_end = self.index.html_source_map(chunk.doc_id).source_range(doc_start, doc_end)
             locator = text_fragment(doc_text, doc_start, doc_end)
             page_url = self._document(chunk.doc_id).source_url  # the live page, when it names itself
-            place.update(src_start=src_start, src_end=src_end, locator=locator, url=page_url + locator if page_url else "")
-        return place
+            return dataclasses.replace(
+                span, src_start=src_start, src_end=src_end, locator=locator, url=page_url + locator if page_url else ""
+            )
+        return span
 
     def verify_claim(self, answer_id: str, claim: Claim) -> ClaimRecord:
         if claim.error:

@@ -153,6 +153,28 @@ def test_openapi_lists_the_api_with_its_response_models(client):
     assert "claims" in refs["/api/verify"]["requestBody"]["content"]["application/json"]["schema"]["properties"]
 
 
+def test_the_served_json_schemas_hold_for_what_the_api_takes_and_writes(client, answer):
+    import jsonschema
+
+    answer_schema = client.get("/api/schemas/answer").json()
+    record_schema = client.get("/api/schemas/record").json()
+    snake = json.loads(json.dumps(answer).replace('"answerId"', '"answer_id"').replace('"claimId"', '"claim_id"')
+                       .replace('"chunkId"', '"chunk_id"'))
+    jsonschema.validate(snake, answer_schema)
+    with pytest.raises(jsonschema.ValidationError):
+        jsonschema.validate({"claims": [{"text": "t", "support": [{"chunk_id": "a#tok:0"}]}]}, answer_schema)
+    records = client.post("/api/verify", json=answer).json()["records"]
+    for record in records:
+        jsonschema.validate(record, record_schema)
+    citation = records[0]["citations"][0]
+    for broken in ({**citation, "quote": 5}, {**citation, "media_type": "application/x-unknown"}, {**citation, "drift": None}):
+        with pytest.raises(jsonschema.ValidationError):
+            jsonschema.validate({**records[0], "citations": [broken]}, record_schema)
+    components = client.get("/openapi.json").json()["components"]["schemas"]
+    as_component = json.dumps(record_schema["$defs"]["Citation"]["properties"]).replace("#/$defs/", "#/components/schemas/")
+    assert components["Citation"]["properties"] == json.loads(as_component)  # /openapi.json says the same
+
+
 # -- documents: served by id from the index, never by path ---------------------------------------
 
 

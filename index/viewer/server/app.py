@@ -68,6 +68,15 @@ def create_app(
     )
     app.state.server = server
     app.include_router(api.router)
+    generated_openapi = app.openapi
+
+    def openapi() -> dict:
+        """FastAPI's description of the routes, with the contract's records as generated from their types."""
+        if app.openapi_schema is None:
+            generated_openapi().setdefault("components", {}).setdefault("schemas", {}).update(api.openapi_components())
+        return app.openapi_schema
+
+    app.openapi = openapi
     app.mount("/static", StaticFiles(packages=[("index.viewer", "static")]), name="static")
     app.add_middleware(TrustedHostMiddleware, allowed_hosts=allowed_hosts or LOOPBACK_HOSTS)
     app.add_middleware(BodyLimit, max_bytes=max_body_bytes)
