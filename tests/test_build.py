@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import os
 import shutil
-import subprocess
-import sys
 import threading
 import time
 from pathlib import Path
@@ -24,7 +22,7 @@ from schemas.errors import IndexLockedError, ModelError, SpanindexError
 from schemas.records import ChunkerSettings, DocStatus, MediaType
 from schemas.tables import FORMAT_VERSION
 
-from conftest import ROOT, SAMPLE_CORPUS
+from conftest import SAMPLE_CORPUS, spanindex
 from doubles import HashingEmbedder
 
 
@@ -60,6 +58,7 @@ def test_discover_sorts_skips_hidden_and_counts_unknown_types(tmp_path):
     assert skipped == ["notes.xyz"]
 
 
+@pytest.mark.spawns
 def test_a_worker_that_dies_becomes_an_error_row_and_the_batch_carries_on(tmp_path):
     corpus = tmp_path / "c"
     corpus.mkdir()
@@ -78,6 +77,7 @@ def test_a_worker_that_dies_becomes_an_error_row_and_the_batch_carries_on(tmp_pa
     assert all(0 < r.peak_rss_kb < 4 * 1024 * 1024 for r in results if r.doc_id != "b-crash.md")
 
 
+@pytest.mark.spawns
 def test_a_file_that_parses_forever_times_out_into_an_error_row_and_the_batch_carries_on(tmp_path):
     corpus = tmp_path / "c"
     corpus.mkdir()
@@ -170,26 +170,22 @@ def test_chunk_rows_are_in_vector_id_order(sample_index_test_model):
     assert idx.generation.faiss().ntotal == len(ids) == idx.manifest.n_chunks
 
 
-def _spanindex(*args, cwd=ROOT):
-    return subprocess.run([sys.executable, "-m", "index", *args], capture_output=True, text=True, cwd=cwd, timeout=600)
-
-
 @pytest.mark.slow
 def test_build_cli_lists_every_failure_exits_zero_and_strict_exits_one(tmp_path):
     corpus = _small_corpus(tmp_path / "c")
-    run = _spanindex("build", str(corpus), "--index", str(tmp_path / "idx"), "--quiet")
+    run = spanindex("build", str(corpus), "--index", str(tmp_path / "idx"), "--quiet")
     assert run.returncode == 0, run.stderr
     assert "empty.txt" in run.stdout and "locked.pdf" in run.stdout and "password" in run.stdout
     assert "skipped 1 file(s) of unknown type: notes.xyz" in run.stdout
-    strict = _spanindex("build", str(corpus), "--index", str(tmp_path / "idx"), "--quiet", "--strict")
+    strict = spanindex("build", str(corpus), "--index", str(tmp_path / "idx"), "--quiet", "--strict")
     assert strict.returncode == 1
     assert "4 unchanged" in strict.stdout
 
-    stats = _spanindex("stats", str(tmp_path / "idx"))
+    stats = spanindex("stats", str(tmp_path / "idx"))
     assert "documents: 4" in stats.stdout and "error: 1" in stats.stdout and "empty: 1" in stats.stdout
-    show = _spanindex("show", str(tmp_path / "idx"), "a.md#tok:0")
+    show = spanindex("show", str(tmp_path / "idx"), "a.md#tok:0")
     assert show.returncode == 0 and "Alpha sentence about invoices" in show.stdout
-    missing = _spanindex("show", str(tmp_path / "idx"), "a.md#tok:999")
+    missing = spanindex("show", str(tmp_path / "idx"), "a.md#tok:999")
     assert missing.returncode == 3 and "no chunk" in missing.stderr
-    search = _spanindex("search", str(tmp_path / "idx"), "when are invoices due", "-k", "1", "--json")
+    search = spanindex("search", str(tmp_path / "idx"), "when are invoices due", "-k", "1", "--json")
     assert '"doc_id": "a.md"' in search.stdout

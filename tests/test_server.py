@@ -22,11 +22,9 @@ from index.viewer.source_views import ViewBuilder, ViewKind
 from index.viewer.templating import script_hash, script_json
 from schemas.record_json import read_records
 
-from conftest import chunk_with
+from conftest import HTML_QUOTE, PDF_QUOTE, chunk_with
 from doubles import HashingEmbedder
 
-PDF_QUOTE = "Growth plan overage is billed at $0.12 per 1,000 API calls."
-HTML_QUOTE = "Larger events are sent as a link that stays valid for 24 hours."
 HOSTILE_CLAIM = 'Costs <img src=x onerror="window.top.__pwned=1"> and </script><script>window.top.__pwned=2</script> apply.'
 TRAVERSALS = [
     "../../etc/passwd",

@@ -21,7 +21,7 @@ from schemas.citations import CitationStatus, ClaimVerdict, Policy, Support
 from schemas.errors import AnswerFormatError
 from schemas.records import DocStatus, MediaType
 
-from conftest import ROOT, STATUS_COUNTS
+from conftest import ROOT, STATUS_COUNTS, spanindex
 
 
 def _quotes(idx, per_doc=6, seed=3):
@@ -296,10 +296,7 @@ def test_a_file_that_is_not_an_answer_is_refused_clearly(raw, message):
         parse_answer(raw)
 
 
-def _cli(*args, cwd=ROOT):
-    return subprocess.run([sys.executable, "-m", "index", *args], capture_output=True, text=True, cwd=cwd, timeout=120)
-
-
+@pytest.mark.spawns
 def test_verify_cli_never_loads_torch_and_reports_rates(sample_index_test_model, tmp_path):
     idx = index.open(sample_index_test_model)
     chunk = idx.chunks_of("web/faq.html")[0]
@@ -321,10 +318,10 @@ def test_verify_cli_never_loads_torch_and_reports_rates(sample_index_test_model,
     assert records[0]["citations"][0]["status"] == "exact"
     assert records[0]["citations"][0]["src_start"] is not None
 
-    refused = _cli("verify", str(sample_index_test_model), str(answer), "--policy", "refuse")
+    refused = spanindex("verify", str(sample_index_test_model), str(answer), "--policy", "refuse")
     assert refused.returncode == 1 and "answer refused" in refused.stderr
 
-    w3c = _cli("verify", str(sample_index_test_model), str(answer), "--format", "w3c")
+    w3c = spanindex("verify", str(sample_index_test_model), str(answer), "--format", "w3c")
     annotation = json.loads(w3c.stdout.splitlines()[0])
     selectors = {s["type"]: s for s in annotation["target"]["selector"]}
     assert selectors["TextQuoteSelector"]["exact"] == chunk.text[:60]
@@ -333,10 +330,11 @@ def test_verify_cli_never_loads_torch_and_reports_rates(sample_index_test_model,
     assert annotation["target"]["spanindex:docId"] == "web/faq.html"
 
 
+@pytest.mark.spawns
 @pytest.mark.parametrize("content", ["{not json", "[]", '{"claims": 5}', "\udcff"])
 def test_verify_cli_rejects_malformed_answers_without_a_traceback(sample_index_test_model, tmp_path, content):
     answer = tmp_path / "answer.json"
     answer.write_bytes(content.encode("utf-8", "surrogateescape"))
-    run = _cli("verify", str(sample_index_test_model), str(answer))
+    run = spanindex("verify", str(sample_index_test_model), str(answer))
     assert run.returncode == 3
     assert "Traceback" not in run.stderr and run.stderr.startswith("spanindex:")

@@ -26,7 +26,7 @@ import pytest
 import index
 from index.cli import main
 
-from conftest import ARTIFACTS, ROOT, SAMPLE_CORPUS, chunk_with, spanindex_command
+from conftest import ARTIFACTS, HTML_QUOTE, PDF_QUOTE, ROOT, SAMPLE_CORPUS, chunk_with, spanindex_command
 from doubles import HashingEmbedder
 
 pytestmark = pytest.mark.browser
@@ -34,8 +34,6 @@ pytestmark = pytest.mark.browser
 CHROMIUM = Path("/usr/bin/chromium")
 CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
                  "--disable-background-networking", "--disable-component-update", "--disable-sync"]
-PDF_QUOTE = "Growth plan overage is billed at $0.12 per 1,000 API calls."
-HTML_QUOTE = "Larger events are sent as a link that stays valid for 24 hours."
 LATE_PAGE = 290
 LATE_QUOTE = "The late-page figure is 4,711 widgets shipped to Reykjavik in week 38."
 HOSTILE_TEXT_QUOTE = '</script><script>window.top.__pwned="text"</script>'
