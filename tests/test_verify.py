@@ -330,11 +330,21 @@ def test_verify_cli_never_loads_torch_and_reports_rates(sample_index_test_model,
     assert annotation["target"]["spanindex:docId"] == "web/faq.html"
 
 
+def _bad_answer(content: str, message: str, what: str):
+    return pytest.param(content, message, marks=pytest.mark.hostile(f"answer: {what}", f"CLI error: exit 2, '{message}'"))
+
+
 @pytest.mark.spawns
-@pytest.mark.parametrize("content", ["{not json", "[]", '{"claims": 5}', "\udcff"])
-def test_verify_cli_rejects_malformed_answers_without_a_traceback(sample_index_test_model, tmp_path, content):
+@pytest.mark.parametrize("content, message", [
+    _bad_answer("{not json", "not valid JSON: Expecting property name", "not JSON"),
+    _bad_answer("[]", "an answer is a JSON object with a 'claims' list", "JSON that is not an object"),
+    _bad_answer('{"claims": 5}', "'claims' must be a list", "'claims' not a list"),
+    _bad_answer("\udcff", "not UTF-8 (byte 0", "bytes that are not UTF-8"),
+])
+def test_verify_cli_rejects_malformed_answers_without_a_traceback(sample_index_test_model, tmp_path, content, message):
     answer = tmp_path / "answer.json"
     answer.write_bytes(content.encode("utf-8", "surrogateescape"))
     run = spanindex("verify", str(sample_index_test_model), str(answer))
-    assert run.returncode == 3
-    assert "Traceback" not in run.stderr and run.stderr.startswith("spanindex:")
+    assert run.returncode == 2
+    assert len(run.stderr.splitlines()) == 1 and run.stderr.startswith(f"spanindex: {answer}: ")
+    assert message in run.stderr

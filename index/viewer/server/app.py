@@ -11,7 +11,6 @@ stored HTML page, defused, where a text fragment can land). API under
 
 from __future__ import annotations
 
-import json
 import time
 from pathlib import Path
 from typing import Annotated
@@ -30,12 +29,13 @@ from index.viewer.marked_source import defused_html
 from index.viewer.page_images import DEFAULT_ZOOM
 from index.viewer.server import api
 from index.viewer.server.security import MAX_BODY_BYTES, PDF_CSP, SANDBOX_CSP, BodyLimit, SecurityHeaders
-from index.viewer.server.state import ServerState
+from index.viewer.server.state import ServerState, refuse_answer
 from index.viewer.templating import environment
 from ingest.embed import Embedder
 from schemas.answer_json import parse_answer
 from schemas.citations import Policy
 from schemas.errors import AnswerFormatError, SpanindexError
+from schemas.json_input import loads, replace_surrogates
 from schemas.records import MediaType
 
 LOOPBACK_HOSTS = ["127.0.0.1", "localhost", "[::1]", "::1"]
@@ -122,17 +122,21 @@ def create_app(
 
     @app.post("/verify", response_class=HTMLResponse, include_in_schema=False)
     def verify_page(
+        request: Request,
         answer: Annotated[str, Form()] = "",
         answer_file: Annotated[UploadFile | None, File()] = None,
         policy: Annotated[Policy, Form()] = Policy.MARK,
     ):
-        raw = answer_file.file.read() if answer_file is not None and answer_file.filename else answer.encode("utf-8")
+        uploaded = answer_file is not None and answer_file.filename
+        # Text that is not UTF-8 stays so ("surrogatepass"): the reader refuses it with a reason.
+        raw = answer_file.file.read() if uploaded else answer.encode("utf-8", "surrogatepass")
         try:
-            parsed = parse_answer(json.loads(raw), where="the answer")
-        except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-            return _verify_form(422, f"not valid JSON: {exc}", answer, policy.value)
+            parsed = parse_answer(loads(raw, "the answer"), where="the answer")
         except AnswerFormatError as exc:
-            return _verify_form(422, str(exc), answer, policy.value)
+            refuse_answer(request, exc)
+            return _verify_form(422, str(exc), replace_surrogates(answer), policy.value)
+        if not parsed.claims:
+            return _verify_form(200, "the answer has no claims: nothing to verify", replace_surrogates(answer), policy.value)
         with server.reading():
             records, summary = verify_answer(server.index, parsed, policy=policy)
             answers = answer_views(records, server.views)
