@@ -35,7 +35,7 @@ UNREADABLE = {
 
 def _unreadable(where: str, outcome: str):
     return [
-        pytest.param(*UNREADABLE[name], id=name, marks=pytest.mark.hostile(f"{where}: {name}", f"{outcome}: '{UNREADABLE[name][1]}'"))
+        pytest.param(*UNREADABLE[name], id=name, marks=pytest.mark.hostile(f"{where}: {name}", f"{outcome}, '{UNREADABLE[name][1]}'"))
         for name in UNREADABLE
     ]
 
