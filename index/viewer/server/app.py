@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Annotated
 
 from fastapi import FastAPI, File, Form, HTTPException, Query, Request, UploadFile
-from fastapi.responses import FileResponse, HTMLResponse, JSONResponse, Response
+from fastapi.responses import FileResponse, HTMLResponse, JSONResponse, Response, StreamingResponse
 from fastapi.staticfiles import StaticFiles
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.middleware.trustedhost import TrustedHostMiddleware
@@ -36,6 +36,7 @@ from schemas.answer_json import parse_answer
 from schemas.citations import Policy
 from schemas.errors import AnswerFormatError, SpanindexError
 from schemas.json_input import loads, replace_surrogates
+from schemas.limits import VIEW_SIBLINGS
 from schemas.records import MediaType
 
 LOOPBACK_HOSTS = ["127.0.0.1", "localhost", "[::1]", "::1"]
@@ -154,9 +155,11 @@ def create_app(
                 place = inspect_chunk(server.index, chunk_id)
                 siblings = [c.chunk_id for c in sorted(server.index.chunks_of(chunk.doc_id), key=lambda c: c.seq)]
                 at = siblings.index(chunk_id)
+                first = max(0, at - VIEW_SIBLINGS)  # the list around this chunk, not the whole document's
                 context.update(
                     title=f"Chunk {chunk_id}", place=place, view=server.views.chunk(place),
-                    tokens=chunk_tokens(server.index.manifest, chunk), siblings=siblings,
+                    tokens=chunk_tokens(server.index.manifest, chunk), n_siblings=len(siblings),
+                    siblings=siblings[first : at + VIEW_SIBLINGS + 1], siblings_start=first,
                     previous=siblings[at - 1] if at > 0 else "", next=siblings[at + 1] if at + 1 < len(siblings) else "",
                 )
         return page("inspect.html", **context)
@@ -196,7 +199,23 @@ def create_app(
             doc = server.document(doc_id)
             if doc is None or doc.media_type is not MediaType.HTML:
                 raise HTTPException(404, "no such HTML document")
-            html = defused_html(server.index.decoded_source(doc_id))
-        return HTMLResponse(html, headers={"Content-Security-Policy": SANDBOX_CSP})
+            source = server.index.decoded_source(doc_id)
+        # The whole page, on request only: streamed as it is defused, never held whole a second time.
+        return StreamingResponse(_in_blocks(defused_html(source)), media_type="text/html; charset=utf-8",
+                                 headers={"Content-Security-Policy": SANDBOX_CSP})
 
     return app
+
+
+def _in_blocks(pieces, size: int = 1 << 16):
+    """Many small strings as UTF-8 blocks of about ``size`` bytes: what a stream sends."""
+    block: list[str] = []
+    length = 0
+    for piece in pieces:
+        block.append(piece)
+        length += len(piece)
+        if length >= size:
+            yield "".join(block).encode("utf-8")
+            block, length = [], 0
+    if block:
+        yield "".join(block).encode("utf-8")
