@@ -341,3 +341,37 @@ def test_a_quote_over_the_length_limit_is_an_invalid_citation(sample_index_test_
     assert citations["fine"]["status"] == "exact"
     raised = spanindex("verify", sample_index_test_model, answer, "--max-quote-chars", "20000", "--max-answer-mb", "3")
     assert raised.returncode == 0 and "invalid 1" in raised.stderr  # only the megabyte quote is still over
+
+
+# -- odd text on the command line and in URLs ---------------------------------------------------------
+
+
+@pytest.mark.slow
+@pytest.mark.spawns
+@pytest.mark.hostile("search: a query with a byte that is not UTF-8 (\\xff), with the real model's tokenizer",
+                     "handled: read as U+FFFD; the hits are printed")
+def test_a_query_that_is_not_utf8_is_searched_as_replacement_characters(sample_index):
+    run = spanindex("search", sample_index, os.fsdecode(b"overage \xff per 1,000 API calls"), "-k", "2", "--json")
+    assert run.returncode == 0, run.stderr
+    assert len(json.loads(run.stdout)) == 2
+
+
+@pytest.mark.spawns
+@pytest.mark.hostile("verify -o naming a folder", "CLI error: exit 3, one line naming it, 'Is a directory'")
+def test_an_output_path_that_is_a_folder_is_one_line(sample_index_test_model, tmp_path):
+    answer = tmp_path / "answer.json"
+    answer.write_text('{"claims": []}')
+    run = spanindex("verify", sample_index_test_model, answer, "-o", tmp_path)
+    assert run.returncode == 3 and run.stderr == f"spanindex: {tmp_path}: Is a directory\n"
+
+
+@pytest.mark.parametrize("path", [
+    "/?q=%ED%A0%80%FF", "/api/search?q=%ED%A0%80%FF", "/?q=%00%00", "/inspect?chunk_id=%ED%A0%80",
+    "/api/chunks/%ED%A0%80%FF", "/documents/%ED%A0%80/file", "/documents/%00/view", "/inspect?chunk_id=" + "a" * 2001,
+])
+@pytest.mark.hostile("URLs with bytes that are not UTF-8, encoded lone surrogates, NUL, a 2,001-character chunk id",
+                     "HTTP 4xx: 404 or 422 for what names nothing; pages and searches read them as U+FFFD; never 500")
+def test_odd_bytes_in_urls_never_make_the_server_fail(client, path):
+    response = client.get(path)
+    assert response.status_code in (200, 404, 422), (path, response.status_code)
+    response.content.decode("utf-8", "strict")
