@@ -22,7 +22,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
 from ingest.html_tokens import END, RAW, START, TEXT, Tokenizer, parse_attrs
-from schemas.limits import VIEW_ATTRIBUTE_CHARS, VIEW_CHUNK_CHARS, VIEW_TEXT_CHARS
+from schemas.limits import VIEW_ATTRIBUTE_CHARS, VIEW_CHUNK_CHARS, VIEW_SOURCE_CHARS, VIEW_TEXT_CHARS
 
 HIT_ID = "spanindex-hit"  # the first mark of the span: what the viewer scrolls to
 
@@ -135,8 +135,9 @@ def _marked_tokens(source, lo, hi, ranges, range_ends, first_mark, cite_keys, ma
                 skipping = name
                 continue
             skipping = None
-            attrs = parse_attrs(source, attrs_at, end - 1)
-            yield _start_tag(name, attrs, self_closing, max_attribute)
+            tag = _start_tag(name, parse_attrs(source, attrs_at, end - 1), self_closing, max_attribute)
+            # A window holds no tag longer than itself (thousands of attributes): the name alone.
+            yield tag if max_attribute is None or len(tag) <= VIEW_SOURCE_CHARS else f"<{name}>"
         elif kind == END:
             name = token[3]
             if name in _FOREIGN:

@@ -110,15 +110,16 @@ async def api_verify(
         body = await request.body()
     except ClientDisconnect:  # the client left, or the body limit cut it off (and answered 413)
         raise HTTPException(400, "the request body did not arrive whole") from None
+    return await run_in_threadpool(_verify, request, body, policy)
+
+
+def _verify(request: Request, body: bytes, policy: Policy) -> JSONResponse:
     try:
         parsed = parse_answer(loads(body, "the request body"), where="the answer")
     except AnswerFormatError as exc:
         refuse_answer(request, exc)
         raise HTTPException(422, str(exc)) from None
-    return await run_in_threadpool(_verify, _server(request), parsed, policy)
-
-
-def _verify(server: ServerState, parsed: Answer, policy: Policy) -> JSONResponse:
+    server = _server(request)
     with server.reading():
         records, summary = verify_answer(server.index, parsed, policy=policy)
     response = VerifyResponse(parsed.answer_id, policy, server.index.generation.name, tuple(records), summary)
