@@ -186,13 +186,13 @@ def _model_token_counts(texts: list[str], plan, raw_counts: list[int | None], pi
     recount = [i for i, r in enumerate(raw_counts) if r is None]
     chunk_pieces = [[] if r is None else pieces.within(*_char_range(plan[i], pieces)) for i, r in enumerate(raw_counts)]
     unknown = sorted({piece for found in chunk_pieces for piece in found if piece not in pieces.added})
-    wanted = [pieces.folded(piece) for piece in unknown]
-    if recount or unknown:
-        encodings = tokenizer.encode_batch([normalized[i] for i in recount] + wanted, add_special_tokens=False)
-        for i, enc in zip(recount, encodings):
+    if recount:
+        for i, enc in zip(recount, tokenizer.encode_batch([normalized[i] for i in recount], add_special_tokens=False)):
             counts[i] = len(enc.ids) + 2
-        for piece, enc in zip(unknown, encodings[len(recount) :]):
-            pieces.added[piece] = len(enc.ids) - pieces.raw_tokens(piece)
+    if unknown:
+        tokens = pieces.tokens_of([pieces.folded(piece) for piece in unknown], tokenizer)
+        for piece, after, before in zip(unknown, tokens, pieces.raw_tokens(unknown)):
+            pieces.added[piece] = after - before
     for i, found in enumerate(chunk_pieces):
         counts[i] += sum(pieces.added[piece] for piece in found)
     return list(zip(counts, normalized))
@@ -218,6 +218,7 @@ class _ChangedPieces:
         self.added: dict[tuple[int, int], int] = {}
         self._folded: dict[tuple[int, int], str] = {}
         self._by_text: dict[str, str] = {}  # piece -> normalised (words repeat)
+        self._tokens_by_text: dict[str, int] = {}  # normalised piece -> its model tokens
 
     def within(self, start: int, end: int) -> list[tuple[int, int]]:
         """The changing pieces of ``doc_text[start:end]``, clipped to it."""
@@ -241,9 +242,33 @@ class _ChangedPieces:
     def folded(self, piece: tuple[int, int]) -> str:
         return self._folded[piece]
 
-    def raw_tokens(self, piece: tuple[int, int]) -> int:
-        first, end = np.searchsorted(self.token_starts, piece)
-        return int(end - first)
+    def tokens_of(self, folded: list[str], tokenizer) -> list[int]:
+        """Model tokens of each normalised piece, without [CLS] and [SEP].
+
+        Pieces repeat (a word with a ligature, the overlap of two chunks): each text is
+        counted once. The new ones are tokenized in one call, joined by spaces, and their
+        tokens told apart by offsets: a space separates words for WordPiece, so each piece
+        tokenizes as it would alone, and one call costs far less than one per piece.
+        """
+        new = sorted({text for text in folded if text not in self._tokens_by_text})
+        if new:
+            joined, starts, at = [], [], 0
+            for text in new:
+                starts.append(at)
+                joined.append(text)
+                at += len(text) + 1
+            offsets = tokenizer.encode(" ".join(joined), add_special_tokens=False).offsets
+            token_starts = np.fromiter((start for start, _ in offsets), dtype=np.int64, count=len(offsets))
+            bounds = np.searchsorted(token_starts, np.array(starts + [at], dtype=np.int64))
+            self._tokens_by_text.update(zip(new, np.diff(bounds).tolist()))
+        return [self._tokens_by_text[text] for text in folded]
+
+    def raw_tokens(self, pieces: list[tuple[int, int]]) -> list[int]:
+        """The document's tokens that start in each piece."""
+        if not pieces:
+            return []
+        bounds = np.searchsorted(self.token_starts, np.array(pieces, dtype=np.int64))
+        return (bounds[:, 1] - bounds[:, 0]).tolist()
 
 
 @functools.cache
@@ -303,7 +328,7 @@ def _best_cut(scores: _BoundaryScores, lo: int, hi: int, s: int) -> int:
         return lo + int(ties[0])
     # Ties between boundaries of one strength: the highest hash of the text around them wins
     # (the first of equal hashes), so the choice depends on the content, not the position.
-    hashes = [scores.content_hash(lo + int(t)) for t in ties]
+    hashes = scores.content_hashes((ties + lo).tolist())
     return lo + int(ties[hashes.index(max(hashes))])
 
 
@@ -334,7 +359,13 @@ def _lookup(chars) -> np.ndarray:
     return table
 
 
+def _counts_to(mask: np.ndarray) -> np.ndarray:
+    """counts[i] = how many of mask[:i] are set."""
+    return np.concatenate(([0], np.cumsum(mask, dtype=np.int64)))
+
+
 _SENTENCE_ENDS = _lookup(_SENTENCE_END)
+_SPACES = _lookup(c for c in map(chr, range(0x10000)) if c.isspace())  # what \s matches
 _CLOSES = _lookup(_CLOSERS)
 
 
@@ -346,14 +377,16 @@ class _BoundaryScores:
     """
 
     def __init__(self, doc_text: str, offsets: list, word_ids: list) -> None:
-        self.doc_text = doc_text
         n = len(offsets)
         spans = np.fromiter(itertools.chain.from_iterable(offsets), dtype=np.int64, count=2 * n).reshape(n, 2)
         self.starts, self.ends = spans[:, 0], spans[:, 1]
+        utf8 = doc_text.encode("utf-8", "surrogatepass")
+        codes = np.frombuffer(doc_text.encode("utf-32-le", "surrogatepass"), dtype=np.uint32)
         strength = np.full(n + 1, INSIDE_WORD, dtype=np.int8)
         strength[n] = ATTACHED  # the end of the document, only ever chosen as the last cut
         if n > 1:
-            strength[1:n] = _strengths(doc_text, self.starts, self.ends, np.fromiter(word_ids, dtype=np.int64, count=n))
+            word_ids_array = np.fromiter(word_ids, dtype=np.int64, count=n)
+            strength[1:n] = _strengths(doc_text, codes, self.starts, self.ends, word_ids_array)
         self.strength = strength
         # A cut before token p whose slice holds exactly the tokens on its side: p begins a
         # word and shares no character with the token before it (the jamo of one Hangul
@@ -361,24 +394,25 @@ class _BoundaryScores:
         clean = np.ones(n + 1, dtype=bool)
         clean[1:n] = (strength[1:n] >= 0) & (self.ends[:-1] <= self.starts[1:])
         self._clean = clean
-        self._hashes: dict[int, int] = {}
+        # For the hash of the text around each boundary: byte offsets in the UTF-8 text.
+        widths = 1 + (codes >= 0x80).astype(np.int64) + (codes >= 0x800) + (codes >= 0x10000)
+        byte_at = np.concatenate(([0], np.cumsum(widths)))
+        self._utf8 = memoryview(utf8)
+        self._hash_from = byte_at[self.starts].tolist()  # of the token before the boundary
+        self._hash_to = byte_at[self.ends].tolist()  # of the token after it
 
     def exact_cut(self, p: int) -> bool:
         return bool(self._clean[p])
 
-    def content_hash(self, p: int) -> int:
-        """crc32 of the two tokens around the boundary before token p and what lies between."""
-        if p >= len(self.starts):
-            return 0  # the end of the text
-        if p not in self._hashes:
-            around = self.doc_text[self.starts[p - 1] : self.ends[p]]
-            self._hashes[p] = zlib.crc32(around.encode("utf-8", "surrogatepass"))
-        return self._hashes[p]
+    def content_hashes(self, boundaries: list[int]) -> list[int]:
+        """crc32 of the two tokens around each boundary (before token p) and what lies between;
+        0 for the end of the text."""
+        n, text, start, end = len(self._hash_from), self._utf8, self._hash_from, self._hash_to
+        return [zlib.crc32(text[start[p - 1] : end[p]]) if p < n else 0 for p in boundaries]
 
 
-def _strengths(doc_text: str, starts: np.ndarray, ends: np.ndarray, word_ids: np.ndarray) -> np.ndarray:
+def _strengths(doc_text: str, codes: np.ndarray, starts: np.ndarray, ends: np.ndarray, word_ids: np.ndarray) -> np.ndarray:
     """Boundary strength before tokens 1 .. n-1 (see the constants at the top)."""
-    codes = np.frombuffer(doc_text.encode("utf-32-le", "surrogatepass"), dtype=np.uint32)
     prev_start, prev_end, next_start = starts[:-1], ends[:-1], starts[1:]
     inside = (word_ids[1:] == word_ids[:-1]) & (next_start == prev_end)
     has_gap = next_start > prev_end
@@ -392,15 +426,21 @@ def _strengths(doc_text: str, starts: np.ndarray, ends: np.ndarray, word_ids: np
     cjk_prev = _cjk(codes[(prev_end - 1) % len(codes)])
     strength = np.where(has_gap | cjk_next | cjk_prev, WORD, ATTACHED).astype(np.int8)
     strength[ends_sentence & (has_gap | cjk_next)] = SENTENCE
-    # A line break in the gap: count them up to each position.
-    lines = np.concatenate(([0], np.cumsum((codes == 0x0A) | (codes == 0x0D), dtype=np.int64)))
-    line_gap = has_gap & (lines[np.maximum(next_start, prev_end)] > lines[prev_end])
-    strength[line_gap & (strength != SENTENCE)] = LINE
-    # A paragraph break is whitespace only and never overlaps a token: each one found in the
-    # whole text lies in one gap (checked there, as the gap alone would be).
-    starts_found = [m.start() for m in _PARAGRAPH_GAP.finditer(doc_text)]
-    for q in set(np.searchsorted(next_start, starts_found, side="right").tolist()):
-        if q < len(next_start) and _PARAGRAPH_GAP.search(doc_text, prev_end[q], max(prev_end[q], next_start[q])):
+    # Line breaks, form feeds and other characters in each gap, by counts up to each position.
+    gap_end = np.maximum(next_start, prev_end)
+    newlines = _counts_to(codes == 0x0A)
+    line_breaks = _counts_to((codes == 0x0A) | (codes == 0x0D))
+    form_feeds = _counts_to(codes == 0x0C)
+    not_spaces = _counts_to(~_SPACES[np.minimum(codes, 0xFFFF)] | (codes > 0xFFFF))
+    strength[has_gap & (line_breaks[gap_end] > line_breaks[prev_end]) & (strength != SENTENCE)] = LINE
+    # A paragraph: a form feed, or two newlines with only whitespace between them (a gap of
+    # whitespace alone with two newlines has that; any other gap is searched).
+    two_newlines = has_gap & (newlines[gap_end] - newlines[prev_end] >= 2)
+    only_spaces = not_spaces[gap_end] == not_spaces[prev_end]
+    strength[has_gap & (form_feeds[gap_end] > form_feeds[prev_end])] = PARAGRAPH
+    strength[two_newlines & only_spaces] = PARAGRAPH
+    for q in np.flatnonzero(two_newlines & ~only_spaces).tolist():
+        if _PARAGRAPH_GAP.search(doc_text, prev_end[q], next_start[q]):
             strength[q] = PARAGRAPH
     strength[inside] = INSIDE_WORD
     return strength
