@@ -152,7 +152,7 @@ def _describe(real, base, queries, truth) -> None:
 def candidates(base: np.ndarray, queries: np.ndarray, truth: np.ndarray) -> list[dict]:
     import faiss
 
-    from ingest.ann import nlist_for, training_sample
+    from ingest.faiss_index import nlist_for, training_sample
 
     n, dim = base.shape
     nlist = nlist_for(n)
@@ -232,7 +232,7 @@ def _print_table(n: int, rows: list[dict]) -> None:
 
 def incremental(base: np.ndarray, queries: np.ndarray, n: int) -> None:
     """Five 40-chunk documents changed in an index of ``n``: update in place vs build anew."""
-    from ingest.ann import build_ann, id_changes, plan_index, update_ann
+    from ingest.faiss_index import build_ann, id_changes, plan_index, update_ann
 
     plan = plan_index(n)
     started = time.perf_counter()

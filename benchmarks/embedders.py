@@ -14,6 +14,7 @@ class HashingEmbedder:
 
     def __init__(self, dim: int = 384) -> None:
         self.dim = dim
+        self.backend = "bench"  # a double of its own: an index it built is rebuilt by a real backend
         self.model_id = f"bench:hashing-{dim}"
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:

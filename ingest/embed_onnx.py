@@ -62,14 +62,18 @@ def onnx_file(info: ModelInfo, backend: EmbedBackend) -> Path:
     if backend is EmbedBackend.TORCH:
         raise ValueError("the torch backend has no ONNX file")
     folder = cache_root() / "onnx" / f"{model_fingerprint(info)}-export{EXPORT_VERSION}"
-    fp32 = folder / "model.onnx"
-    if not fp32.is_file():
-        _atomic(fp32, lambda tmp: _export_fused(info, tmp))
+    plain = folder / "model-plain.onnx"  # the export as torch made it
+    if not plain.is_file():
+        _atomic(plain, lambda tmp: export_onnx(info, tmp))
     if backend is EmbedBackend.ONNX:
-        return fp32
+        fused = folder / "model.onnx"
+        if not fused.is_file():
+            _atomic(fused, lambda tmp: fuse_transformer(info, plain, tmp))
+        return fused
+    # int8 from the plain graph: the quantiser cannot type the fused graph's contrib ops
     int8 = folder / "model-int8.onnx"
     if not int8.is_file():
-        _atomic(int8, lambda tmp: quantize_int8(fp32, tmp))
+        _atomic(int8, lambda tmp: quantize_int8(plain, tmp))
     return int8
 
 
@@ -138,16 +142,6 @@ def export_onnx(info: ModelInfo, out: Path) -> None:
             opset_version=OPSET,
             dynamo=False,
         )
-
-
-def _export_fused(info: ModelInfo, out: Path) -> None:
-    """The export, then ONNX Runtime's transformer fusion (see ``fuse_transformer``)."""
-    plain = out.with_name(out.name + ".plain")
-    try:
-        export_onnx(info, plain)
-        fuse_transformer(info, plain, out)
-    finally:
-        plain.unlink(missing_ok=True)
 
 
 def fuse_transformer(info: ModelInfo, plain: Path, out: Path) -> None:
