@@ -396,10 +396,8 @@ class _BoundaryScores:
         self._clean = clean
         # For the hash of the text around each boundary: byte offsets in the UTF-8 text.
         widths = 1 + (codes >= 0x80).astype(np.int64) + (codes >= 0x800) + (codes >= 0x10000)
-        byte_at = np.concatenate(([0], np.cumsum(widths)))
+        self._byte_at = np.concatenate(([0], np.cumsum(widths)))
         self._utf8 = memoryview(utf8)
-        self._hash_from = byte_at[self.starts].tolist()  # of the token before the boundary
-        self._hash_to = byte_at[self.ends].tolist()  # of the token after it
 
     def exact_cut(self, p: int) -> bool:
         return bool(self._clean[p])
@@ -407,8 +405,12 @@ class _BoundaryScores:
     def content_hashes(self, boundaries: list[int]) -> list[int]:
         """crc32 of the two tokens around each boundary (before token p) and what lies between;
         0 for the end of the text."""
-        n, text, start, end = len(self._hash_from), self._utf8, self._hash_from, self._hash_to
-        return [zlib.crc32(text[start[p - 1] : end[p]]) if p < n else 0 for p in boundaries]
+        n, text = len(self.starts), self._utf8
+        inner = np.array([p for p in boundaries if p < n], dtype=np.int64)
+        start = self._byte_at[self.starts[inner - 1]].tolist()  # of the token before the boundary
+        end = self._byte_at[self.ends[inner]].tolist()  # of the token after it
+        hashes = iter([zlib.crc32(text[a:b]) for a, b in zip(start, end)])
+        return [next(hashes) if p < n else 0 for p in boundaries]
 
 
 def _strengths(doc_text: str, codes: np.ndarray, starts: np.ndarray, ends: np.ndarray, word_ids: np.ndarray) -> np.ndarray:
