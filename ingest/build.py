@@ -42,7 +42,7 @@ class BuildSettings:
     model: str | None = None  # a local sentence-transformers folder; None: the packaged MiniLM
     embed_backend: EmbedBackend = EmbedBackend.TORCH  # what runs the model (see ingest.backends)
     device: Device = Device.AUTO  # where: CUDA when torch sees a GPU, else the CPU
-    faiss_factory: str = AUTO_FACTORY  # exact search up to 100k vectors, an inverted file above
+    faiss_factory: str = AUTO_FACTORY  # exact search up to 50k vectors, an inverted file above
     workers: int = 0  # 0: one per core; 1: everything in this process
     full: bool = False  # ignore the live generation
     keep_generations: int = 3

@@ -28,7 +28,7 @@ def _build(p: argparse.ArgumentParser) -> None:
     p.add_argument("--device", choices=["auto", "cpu", "cuda"], default="auto",
                    help="where the model runs (default auto: CUDA where torch sees a GPU)")
     p.add_argument("--faiss-factory", default="auto",
-                   help="vector index: auto (default: exact up to 100k chunks, IVF{n},SQ8 above), "
+                   help="vector index: auto (default: exact up to 50k chunks, IVF{n},SQ8 above), "
                         "or a FAISS index_factory string such as Flat, IVF1024,Flat or HNSW32")
     p.add_argument("--workers", type=int, default=0, help="parser processes (default: one per core)")
     p.add_argument("--full", action="store_true", help="rebuild from scratch instead of reusing unchanged documents")
