@@ -38,6 +38,7 @@ NOISE = 0.7  # scale of the covariance-shaped noise (see the module docstring)
 HNSW_EF = (16, 32, 64, 128)
 NPROBES = (8, 16, 32, 64, 128)
 PQ_TRAIN = 16_384
+SKIP = set(os.environ.get("BENCH_ANN_SKIP", "").split(","))  # e.g. HNSW,PQ48: candidates to leave out
 RESULTS: dict[str, object] = {}
 
 
@@ -62,10 +63,9 @@ def run(sizes: list[int]) -> dict:
         truth = exact_top10(base, queries, f"{n}-{_key(real)}")
         _describe(real, base, queries, truth)
         faiss.omp_set_num_threads(os.cpu_count() or 1)
-        rows = candidates(base, queries, truth)
-        RESULTS[f"ann_{n}"] = rows
-        _print_table(n, rows)
         incremental(base, queries, n)
+        print(f"  {n:,} vectors: index, params, build s, size MB, p50 ms, p99 ms, recall@10")
+        RESULTS[f"ann_{n}"] = candidates(base, queries, truth)
     return RESULTS
 
 
@@ -167,7 +167,7 @@ def candidates(base: np.ndarray, queries: np.ndarray, truth: np.ndarray) -> list
 
     sample = training_sample(base, faiss.index_factory(dim, f"IVF{nlist},Flat", faiss.METRIC_INNER_PRODUCT))
     centroids, kmeans_seconds = None, 0.0
-    for coding in ("Flat", "SQ8", "PQ48"):
+    for coding in [c for c in ("SQ8", "Flat", "PQ48") if c not in SKIP]:
         started = time.perf_counter()
         index = faiss.index_factory(dim, f"IVF{nlist},{coding}", faiss.METRIC_INNER_PRODUCT)
         ivf = faiss.extract_index_ivf(index)
@@ -182,12 +182,14 @@ def candidates(base: np.ndarray, queries: np.ndarray, truth: np.ndarray) -> list
         for first in range(0, n, 65_536):
             index.add_with_ids(np.ascontiguousarray(base[first : first + 65_536]),
                                np.arange(first, min(n, first + 65_536), dtype=np.int64))
-        seconds = time.perf_counter() - started + (kmeans_seconds if coding != "Flat" else 0.0)
+        seconds = time.perf_counter() - started + (kmeans_seconds if coding != "SQ8" else 0.0)
         for nprobe in NPROBES:
             ivf.nprobe = nprobe
             rows.append(_measure(f"IVF{nlist},{coding}", f"nprobe={nprobe}", index, seconds, queries, truth))
         del index
 
+    if "HNSW" in SKIP:
+        return rows
     started = time.perf_counter()
     hnsw = faiss.IndexHNSWFlat(dim, 32, faiss.METRIC_INNER_PRODUCT)
     for first in range(0, n, 65_536):
@@ -215,7 +217,7 @@ def _measure(factory: str, params: str, index, build_seconds: float, queries: np
     faiss.omp_set_num_threads(threads)
     recall = np.mean([len(set(found[i]) & set(truth[i])) / 10 for i in range(len(queries))])
     latencies.sort()
-    return {
+    row = {
         "factory": factory,
         "params": params,
         "build_s": round(build_seconds, 1),
@@ -224,13 +226,13 @@ def _measure(factory: str, params: str, index, build_seconds: float, queries: np
         "p99_ms": round(1000 * latencies[min(len(latencies) - 1, int(0.99 * len(latencies)))], 2),
         "recall_at_10": round(float(recall), 4),
     }
+    _print_row(row)
+    return row
 
 
-def _print_table(n: int, rows: list[dict]) -> None:
-    print(f"  {n:,} vectors: index, params, build s, size MB, p50 ms, p99 ms, recall@10")
-    for r in rows:
-        print(f"    {r['factory']:18s} {r['params']:14s} {r['build_s']:7.1f} {r['size_mb']:8.1f} "
-              f"{r['p50_ms']:7.2f} {r['p99_ms']:7.2f} {r['recall_at_10']:7.4f}")
+def _print_row(r: dict) -> None:
+    print(f"    {r['factory']:18s} {r['params']:14s} {r['build_s']:7.1f} {r['size_mb']:8.1f} "
+          f"{r['p50_ms']:7.2f} {r['p99_ms']:7.2f} {r['recall_at_10']:7.4f}", flush=True)
 
 
 def incremental(base: np.ndarray, queries: np.ndarray, n: int) -> None:
