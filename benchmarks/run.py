@@ -19,9 +19,8 @@ import tempfile
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
-SAMPLE = ROOT / "sample_corpus"
-SHARED = ROOT.parent / "shared" / "corpus"
+from benchmarks.corpus import ROOT, SAMPLE, SHARED
+
 RESULTS: dict[str, object] = {}
 
 
@@ -44,11 +43,37 @@ def main() -> None:
         bench_reindex(corpus, index_dir, full_seconds, work, embedder)
         bench_chunk_stability()
         bench_large_text(work)
+        bench_throughput(args.skip_model)
     finally:
         shutil.rmtree(work, ignore_errors=True)
     Path(args.output).parent.mkdir(parents=True, exist_ok=True)
     Path(args.output).write_text(json.dumps(RESULTS, indent=2) + "\n")
     print(f"\nwritten to {args.output}")
+
+
+def bench_throughput(skip_model: bool) -> None:
+    """Issue 13's figures: the chunker against the tokenizer, embedding backends side by side,
+    approximate search (sizes from BENCH_ANN_SIZES, default 100000; 100000,1000000 for the full
+    table), build memory from 1x to 10x the corpus, and build time against embedding alone."""
+    from benchmarks import ann, chunker_speed, embedding, scaling
+
+    print("== the chunker against one tokenizer pass (real documents)")
+    speed = chunker_speed.measure()
+    report("chunker", speed, f"  {speed['documents']} documents, {speed['mb']} MB: chunker {speed['chunker_mb_per_s']} MB/s, "
+           f"tokenizer {speed['tokenizer_mb_per_s']} MB/s: {speed['chunker_vs_tokenizer']}x; "
+           f"exact slices {speed['exact_slices']:.0%}, chunks over the limit {speed['chunks_over_limit']}")
+    if not skip_model:
+        RESULTS.update(embedding.run())
+    sizes = [int(n) for n in os.environ.get("BENCH_ANN_SIZES", "100000").split(",") if n.strip()]
+    RESULTS.update(ann.run(sizes))
+    work = Path(tempfile.mkdtemp(prefix="spanindex-scaling-"))
+    try:
+        scaling.bench_memory(work)
+        if not skip_model:
+            scaling.bench_overlap(work, os.environ.get("BENCH_OVERLAP_BACKENDS", "torch,onnx").split(","))
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    RESULTS.update(scaling.RESULTS)
 
 
 def _test_embedder():

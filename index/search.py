@@ -7,12 +7,10 @@ import numpy as np
 from ingest.chunker import embed_text
 from ingest.embed import Embedder
 from ingest.model import DEFAULT_MODEL_ID, resolve_model
+from schemas.embedding import Device, EmbedBackend
 from schemas.errors import ModelError
 from schemas.json_input import replace_surrogates
 from schemas.records import Manifest, SearchHit
-
-DEFAULT_NPROBE = 16
-
 
 def load_embedder(manifest: Manifest) -> Embedder:
     """The model that made this index's vectors (never downloaded: local folders only).
@@ -20,7 +18,7 @@ def load_embedder(manifest: Manifest) -> Embedder:
     An index built with any other embedder is searched with that embedder passed in
     (``index.open(DIR, embedder=...)``); see ``check_embedder``.
     """
-    from ingest.embed import SentenceTransformerEmbedder
+    from ingest.backends import make_embedder
 
     if manifest.model_id == DEFAULT_MODEL_ID:
         info = resolve_model()
@@ -35,14 +33,21 @@ def load_embedder(manifest: Manifest) -> Embedder:
             f"cannot find the model {manifest.model_id} the index was built with"
             " (an index built with another embedder is opened with that embedder passed in)"
         )
-    embedder = SentenceTransformerEmbedder(info)
+    if manifest.embed_backend not in set(EmbedBackend):
+        raise ModelError(f"the index was built with the embedding backend {manifest.embed_backend!r}, unknown here")
+    # Queries are embedded by the backend that embedded the chunks (int8 vectors are close to
+    # fp32 ones, not equal); on a GPU where there is one.
+    embedder = make_embedder(info, manifest.embed_backend, Device.AUTO)
     if embedder.dim != manifest.model_dim:
         raise ModelError(f"model dimension {embedder.dim}, index dimension {manifest.model_dim}")
     return embedder
 
 
 def check_embedder(embedder: Embedder, manifest: Manifest) -> Embedder:
-    """``embedder``, if it is the one that made this index's vectors (same id and dimension)."""
+    """``embedder``, if it is the one that made this index's vectors (same id and dimension).
+
+    (An injected embedder of another backend for the same model is accepted: a caller may
+    search an onnx-built index with the torch model, whose vectors are the same.)"""
     if embedder.model_id != manifest.model_id or embedder.dim != manifest.model_dim:
         raise ModelError(
             f"the embedder is {embedder.model_id} ({embedder.dim}-d), "
@@ -60,8 +65,7 @@ def search(index, query: str, k: int = 5) -> list[SearchHit]:
     if k <= 0 or index.n_chunks == 0:
         return []
     vector = index.embedder().embed([embed_text(replace_surrogates(query))])
-    faiss_index = index.generation.faiss()
-    _tune(faiss_index)
+    faiss_index = index.generation.faiss()  # searched as the manifest says (nprobe, efSearch)
     scores, ids = faiss_index.search(np.ascontiguousarray(vector, dtype=np.float32), min(k, index.n_chunks))
     hits = []
     for score, vector_id in zip(scores[0], ids[0]):
@@ -84,10 +88,3 @@ def search(index, query: str, k: int = 5) -> list[SearchHit]:
         )
     return hits
 
-
-def _tune(faiss_index) -> None:
-    import faiss
-
-    ivf = faiss.try_extract_index_ivf(faiss_index)
-    if ivf is not None and ivf.nprobe < DEFAULT_NPROBE:
-        ivf.nprobe = min(ivf.nlist, DEFAULT_NPROBE)

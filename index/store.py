@@ -16,7 +16,7 @@ import pyarrow as pa
 
 from schemas.errors import IndexFormatError
 from schemas.layout import FAISS_FILE, GENERATION_FILES, TABLE_FILES, VECTORS_FILE, IndexPaths, read_current
-from schemas.manifest import read_manifest
+from schemas.manifest import ann_params, read_manifest
 from schemas.records import Manifest
 from schemas.tables import doc_slices, read_table, vector_count
 
@@ -72,11 +72,16 @@ class Generation:
         return np.frombuffer(_whole(mapped), dtype=np.float32).reshape(-1, dim)
 
     def faiss(self):
+        """The FAISS index, with the search parameters the manifest records (nprobe, efSearch)."""
         if self._faiss is None:
             import faiss
 
+            from ingest.faiss_index import apply_search_params
+
             serialized = np.frombuffer(_whole(self._files[FAISS_FILE]), dtype=np.uint8)
-            self._faiss = faiss.deserialize_index(serialized)
+            index = faiss.deserialize_index(serialized)
+            apply_search_params(index, ann_params(self.manifest))
+            self._faiss = index
         return self._faiss
 
 

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ingest.embed import Embedder, VectorQueue
-from ingest.faiss_index import build_faiss, check_factory
+from ingest.faiss_index import build_ann, check_factory, id_changes, plan_index, update_ann, update_reason
 from ingest.lock import BuildLock
 from ingest.model import ModelInfo, resolve_model
 from ingest.normalize import NORMALIZER_VERSION
@@ -29,7 +29,9 @@ from ingest.retention import retire_generations
 from ingest.reuse import LiveGeneration, carry_over
 from ingest.worker import DocResult, FileJob, WorkerSettings
 from ingest.write import GenerationWriter
-from schemas.layout import IndexPaths, read_current
+from schemas.ann import AUTO_FACTORY
+from schemas.embedding import Device, EmbedBackend
+from schemas.layout import FAISS_FILE, IndexPaths, read_current
 from schemas.limits import MAX_DOC_CHARS, MAX_FILE_MB, MAX_PDF_PAGES
 from schemas.records import ChunkerSettings, DocStatus, Manifest
 from schemas.tables import FORMAT_VERSION
@@ -39,7 +41,9 @@ from schemas.tables import FORMAT_VERSION
 class BuildSettings:
     chunker: ChunkerSettings = ChunkerSettings()
     model: str | None = None  # a local sentence-transformers folder; None: the packaged MiniLM
-    faiss_factory: str = "Flat"
+    embed_backend: EmbedBackend = EmbedBackend.TORCH  # what runs the model (see ingest.backends)
+    device: Device = Device.AUTO  # where: CUDA when torch sees a GPU, else the CPU
+    faiss_factory: str = AUTO_FACTORY  # exact search up to 50k vectors, an inverted file above
     workers: int = 0  # 0: one per core; 1: everything in this process
     full: bool = False  # ignore the live generation
     keep_generations: int = 3
@@ -80,6 +84,10 @@ class BuildReport:
     chunks_embedded: int = 0
     chunks_reused: int = 0
     full_reason: str = ""  # why the build did not reuse the live generation
+    ann_factory: str = ""  # the FAISS index built
+    ann_updated: bool = False  # the live index was updated in place rather than built anew
+    ann_reason: str = ""  # why it was built anew, where there was a live one
+    ann_seconds: float = 0.0
     seconds: float = 0.0
     parse_seconds: float = 0.0  # summed over workers
     worker_peak_rss_mb: float = 0.0  # the largest parsing process's peak memory
@@ -126,9 +134,9 @@ def build_index(
     with BuildLock(paths.lock, wait=settings.wait_for_lock):
         _remove_debris(paths)
         if embedder is None:
-            from ingest.embed import SentenceTransformerEmbedder
+            from ingest.backends import make_embedder
 
-            embedder = SentenceTransformerEmbedder(model)
+            embedder = make_embedder(model, settings.embed_backend, settings.device)
         check_factory(settings.faiss_factory, embedder.dim)
         live, full_reason = LiveGeneration.open_compatible(paths, settings, embedder, NORMALIZER_VERSION)
         name = _next_generation_name(paths)
@@ -197,7 +205,7 @@ def _write_generation(corpus, paths, settings, model, embedder, live, writer, re
     report.chunks_embedded, report.chunks_reused = vectors.embedded, vectors.reused
     report.embed_seconds = vectors.seconds
 
-    faiss_index, factory_used, faiss_warning = build_faiss(writer.vectors_written(), settings.faiss_factory)
+    faiss_index, ann, faiss_warning = _vector_index(writer.vectors_written(), settings, live, vectors, report)
     manifest = Manifest(
         format_version=FORMAT_VERSION,
         generation=report.generation,
@@ -208,7 +216,10 @@ def _write_generation(corpus, paths, settings, model, embedder, live, writer, re
         chunker=settings.chunker,
         normalizer_version=NORMALIZER_VERSION,
         parser_version=PARSER_VERSION,
-        faiss_factory=factory_used,
+        faiss_factory=ann.factory,
+        ann=ann,
+        embed_backend=str(embedder.backend),
+        embed_device=str(getattr(embedder, "device", "")),
         n_documents=len(files_sha),
         n_chunks=writer.n_rows["chunks"],
         documents_by_status=dict(sorted(report.by_status.items())),
@@ -216,6 +227,33 @@ def _write_generation(corpus, paths, settings, model, embedder, live, writer, re
         warnings=tuple(w for w in [faiss_warning] if w),
     )
     return writer.finish(manifest, faiss_index)
+
+
+def _vector_index(vectors, settings: BuildSettings, live, queue, report: BuildReport):
+    """The FAISS index of the new generation: the live inverted file updated in place (the
+    changed documents' ids removed and added, every other id renumbered) when it can be, else
+    a new one. Returns (index, its parameters, warning)."""
+    started = time.perf_counter()
+    planned = plan_index(len(vectors), settings.faiss_factory)
+    reason = "no live generation to update"
+    if live is not None:
+        from schemas.manifest import ann_params
+
+        current = ann_params(live.generation.manifest)
+        changes = id_changes(queue.known_sources(), len(live.vectors))
+        reason = update_reason(current, planned, changes)
+        if not reason and current.requested != planned.requested:
+            reason = f"--faiss-factory changed from {current.requested} to {planned.requested}"
+        if not reason:
+            import faiss
+
+            index = faiss.read_index(str(live.generation.dir / FAISS_FILE))
+            index, ann = update_ann(index, current, changes, vectors)
+            report.ann_factory, report.ann_updated, report.ann_seconds = ann.factory, True, time.perf_counter() - started
+            return index, ann, ""
+    index, ann, warning = build_ann(vectors, planned)
+    report.ann_factory, report.ann_reason, report.ann_seconds = ann.factory, reason, time.perf_counter() - started
+    return index, ann, warning
 
 
 def _process_all(files, paths, settings: BuildSettings, model: ModelInfo, live_files) -> Iterator[DocResult]:

@@ -17,12 +17,14 @@ import numpy as np
 import pyarrow as pa
 
 from ingest.model import ModelInfo, offline, resolve_model
+from schemas.embedding import EmbedBackend
 from schemas.errors import IndexFormatError, ModelError
 
 
 class Embedder(Protocol):
     model_id: str
     dim: int
+    backend: str  # what runs the model (an EmbedBackend value, or a test double's own name)
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
         """(len(texts), dim) float32, rows of unit length."""
@@ -47,6 +49,7 @@ class SentenceTransformerEmbedder:
         offline()
         self.info = model or resolve_model()
         self.model_id = self.info.model_id
+        self.backend = EmbedBackend.TORCH
         self.batch_size = batch_size
         try:
             import transformers
@@ -103,6 +106,7 @@ class VectorQueue:
         self.reused = 0
         self.seconds = 0.0
         self._slots: list[tuple[bool, int]] = []  # (known, known vector id | pending text index)
+        self._sources: list[np.ndarray] = []  # per flushed vector: the known vector id it copies, or -1
         self._texts: list[str] = []
         self._pending_keys: dict[str, int] = {}
 
@@ -142,5 +146,13 @@ class VectorQueue:
             out[from_known] = self.known_vectors[where[from_known]]
         if (~from_known).any():
             out[~from_known] = fresh[where[~from_known]]
+        self._sources.append(np.where(from_known, where, -1))
         self.write(out)
         self._slots, self._texts, self._pending_keys = [], [], {}
+
+    def known_sources(self) -> np.ndarray:
+        """Per vector id written so far: the row of ``known_vectors`` it copies, or -1 (embedded).
+
+        What an index update needs to carry the live FAISS entries over (``faiss_index.id_changes``).
+        """
+        return np.concatenate(self._sources) if self._sources else np.zeros(0, dtype=np.int64)

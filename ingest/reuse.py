@@ -47,6 +47,8 @@ class LiveGeneration:
             what
             for what, differs in [
                 ("embedding model", m.model_id != embedder.model_id or m.model_dim != embedder.dim),
+                # vectors of two backends are never mixed in one index: another one embeds anew
+                ("embedding backend", m.embed_backend != str(embedder.backend)),
                 ("chunker settings", m.chunker != settings.chunker),
                 ("normaliser version", m.normalizer_version != normalizer_version),
                 ("parser version", m.parser_version != PARSER_VERSION),

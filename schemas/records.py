@@ -12,6 +12,8 @@ from enum import StrEnum
 
 import numpy as np
 
+from schemas.ann import AnnParams
+
 
 class MediaType(StrEnum):
     PDF = "application/pdf"
@@ -212,6 +214,11 @@ class Manifest:
     parser_version: int = 1
     model_path: str = ""  # where the model was loaded from (a local folder; never a hub)
     warnings: tuple[str, ...] = ()
+    # What ran the model (an EmbedBackend value; "torch" for indexes older than the field):
+    # every vector of a generation comes from it, and a build with another one embeds anew.
+    embed_backend: str = "torch"
+    embed_device: str = ""  # where it ran (cpu, cuda): the same vectors, recorded for the reader
+    ann: AnnParams | None = None  # the FAISS index and its search parameters (None: older, Flat)
 
 
 @dataclass(frozen=True, slots=True)

@@ -24,6 +24,7 @@ class HashingEmbedder:
 
     def __init__(self, dim: int = 64) -> None:
         self.dim = dim
+        self.backend = "test"  # a double of its own: an index it built is rebuilt by a real backend
         self.model_id = f"test:hashing-{dim}"
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
