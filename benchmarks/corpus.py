@@ -10,6 +10,10 @@ import json
 import os
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from schemas.records import HiddenRun
 
 ROOT = Path(__file__).resolve().parent.parent
 SAMPLE = ROOT / "sample_corpus"
@@ -22,6 +26,7 @@ CACHE = ROOT / ".bench"
 class CorpusText:
     doc_id: str  # "shared/pdf/x.pdf" or "sample/docs/y.md"
     text: str
+    hidden: tuple[HiddenRun, ...] = ()  # the parser's HiddenRuns: what the build leaves out of the embedded texts
 
 
 def corpus_folders() -> list[tuple[str, Path]]:
@@ -35,7 +40,8 @@ def document_texts() -> list[CorpusText]:
     """The text of every document that parses with text (failures and empty ones left out)."""
     from ingest.build import discover
     from ingest.parse import PARSER_VERSION, media_type_of, parse_document
-    from schemas.records import DocStatus
+    from schemas.limits import DocumentLimits
+    from schemas.records import DocStatus, HiddenReason, HiddenRun
 
     cache_dir = CACHE / "texts"
     cache_dir.mkdir(parents=True, exist_ok=True)
@@ -46,16 +52,20 @@ def document_texts() -> list[CorpusText]:
             source = path.read_bytes()
             key = hashlib.sha256(source + f"parser{PARSER_VERSION}".encode()).hexdigest()[:24]
             cached = cache_dir / f"{key}.json"
-            if cached.is_file():
-                text = json.loads(cached.read_text(encoding="utf-8"))["text"]
-            else:
-                outcome = parse_document(source, doc_id, media_type_of(doc_id), 512 << 20)
+            entry = json.loads(cached.read_text(encoding="utf-8")) if cached.is_file() else {}
+            if "hidden" not in entry:  # absent, or cached before hidden runs were kept
+                outcome = parse_document(source, doc_id, media_type_of(doc_id), DocumentLimits())
                 ok = outcome.parsed is not None and outcome.record.status is DocStatus.OK
-                text = outcome.parsed.text if ok else None
+                entry = {
+                    "doc_id": doc_id,
+                    "text": outcome.parsed.text if ok else None,
+                    "hidden": [[r.start, r.end, r.reason.value] for r in outcome.parsed.hidden_runs] if ok else [],
+                }
                 # json keeps lone surrogates as escapes; the text is the parser's, unchanged
-                cached.write_text(json.dumps({"doc_id": doc_id, "text": text}), encoding="utf-8")
-            if text:
-                texts.append(CorpusText(f"{prefix}/{doc_id}", text))
+                cached.write_text(json.dumps(entry), encoding="utf-8")
+            if entry["text"]:
+                hidden = tuple(HiddenRun(a, b, HiddenReason(r)) for a, b, r in entry["hidden"])
+                texts.append(CorpusText(f"{prefix}/{doc_id}", entry["text"], hidden))
     return texts
 
 
@@ -68,5 +78,5 @@ def chunk_texts(texts: list[CorpusText] | None = None) -> list[str]:
     tokenizer = load_tokenizer(resolve_model())
     out = []
     for doc in texts if texts is not None else document_texts():
-        out.extend(span.embed_text for span in chunk_spans(doc.text, tokenizer, ChunkerSettings()))
+        out.extend(span.embed_text for span in chunk_spans(doc.text, tokenizer, ChunkerSettings(), doc.hidden))
     return out

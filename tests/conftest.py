@@ -30,7 +30,8 @@ os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
 ROOT = Path(__file__).resolve().parent.parent
 SAMPLE_CORPUS = ROOT / "sample_corpus"
-SHARED_CORPUS = ROOT.parent / "shared" / "corpus"
+# ../shared/corpus beside the checkout; $SHARED_CORPUS names it where the checkout is elsewhere (a worktree)
+SHARED_CORPUS = Path(os.environ.get("SHARED_CORPUS") or ROOT.parent / "shared" / "corpus")
 ARTIFACTS = ROOT / "test-artifacts"
 
 # Sentences of sample_corpus/ that tests cite (verbatim in the documents' text).
