@@ -110,6 +110,7 @@ class HtmlLayout:
     seconds: float
     hit_tried: int = 0  # the browser's own hit test at sampled box centres
     hit_agreed: int = 0
+    hit_covered: int = 0  # of the others, those under another element, which the hit test cannot reach
 
 
 def browser_unavailable(executable: Path = CHROMIUM) -> str | None:
@@ -178,8 +179,8 @@ class LayoutBrowser:
             layout = plan.layout(measured, found["width"], found["height"], self._requests.blocked,
                                  time.perf_counter() - started)
             if hit_test_sample and layout.boxed:
-                tried, agreed = plan.hit_test(page, hit_test_sample)
-                layout = _replace(layout, hit_tried=tried, hit_agreed=agreed)
+                tried, agreed, covered = plan.hit_test(page, hit_test_sample)
+                layout = _replace(layout, hit_tried=tried, hit_agreed=agreed, hit_covered=covered)
             return layout
 
     def screenshot(self, doc: ParsedDocument, page_number: int, *, jpeg_quality: int | None = None) -> bytes:
@@ -462,24 +463,56 @@ class _Plan:
             seconds=seconds,
         )
 
-    def hit_test(self, page, sample: int) -> tuple[int, int]:
-        """Of ``sample`` shown characters (evenly spread, letters and digits), how many the hit test finds."""
-        candidates = np.flatnonzero(self.shown)
+    def hit_test(self, page, sample: int) -> tuple[int, int, int]:
+        """Of ``sample`` shown letters and digits (evenly spread): how many were tried, how many
+        the hit test found, and how many it could not reach because another element lies on top."""
         text = self.doc.text
-        candidates = np.array([i for i in candidates.tolist() if text[int(self.chars[i])].isalnum()], dtype=np.int64)
+        shown = np.flatnonzero(self.shown)
+        candidates = np.array([i for i in shown.tolist() if text[int(self.chars[i])].isalnum()], dtype=np.int64)
         if len(candidates) == 0:
-            return 0, 0
+            return 0, 0, 0
         picks = candidates[np.unique(np.linspace(0, len(candidates) - 1, min(sample, len(candidates))).astype(np.int64))]
-        boxes = self.boxes[picks]
-        centres = np.stack([(boxes[:, 0] + boxes[:, 2]) / 2, (boxes[:, 1] + boxes[:, 3]) / 2], axis=1)
-        found = page.evaluate(HIT_TEST, centres.reshape(-1).astype(float).tolist())
+        boxes = self.boxes[picks].astype(np.float64)
+        points = np.stack([(boxes[:, 0] + boxes[:, 2]) / 2, (boxes[:, 1] + boxes[:, 3]) / 2,
+                           self.char_node[picks]], axis=1)
+        found = json.loads(page.evaluate(HIT_TEST, points.reshape(-1).tolist()))
         starts, ends = self.utf16
-        agreed = 0
+        agreed = covered = 0
         for j, i in enumerate(picks.tolist()):
-            node, offset = found[2 * j], found[2 * j + 1]
-            if node == int(self.char_node[i]) and starts[i] <= offset <= ends[i]:
+            node, offset, on_top = found[3 * j: 3 * j + 3]
+            if node == int(self.char_node[i]) and _same_cluster(self.node_data[node], offset, starts[i], ends[i]):
                 agreed += 1
-        return len(picks), agreed
+            elif on_top:
+                covered += 1
+        return len(picks), agreed, covered
+
+
+def _same_cluster(data: str, offset: int, start: int, end: int) -> bool:
+    """Whether a caret at UTF-16 ``offset`` is an edge of the character [start, end) or of the
+    grapheme cluster it belongs to (a caret never stops inside a cluster).
+
+    >>> _same_cluster("e\u0301x", 0, 1, 2), _same_cluster("ex", 0, 1, 2)
+    (True, False)
+    """
+    if start <= offset <= end:
+        return True
+    units = _utf16_units(data)
+    at, first, last = (bisect.bisect_left(units, u) for u in (offset, start, end))
+    if offset < start:  # before the cluster: it and everything up to this character extend it
+        return all(_extends(c) for c in data[at + 1:first + 1])
+    return all(_extends(c) for c in data[last:at])
+
+
+def _extends(c: str) -> bool:
+    return unicodedata.category(c) in ("Mn", "Mc", "Me") or c in "\u200d\uff9e\uff9f" or "\ufe00" <= c <= "\ufe0f"
+
+
+def _utf16_units(data: str) -> list[int]:
+    units, n = [], 0
+    for c in data:
+        units.append(n)
+        n += 2 if ord(c) > 0xFFFF else 1
+    return units
 
 
 def _verdicts(strong: np.ndarray, boxes: np.ndarray, info: np.ndarray,

@@ -206,21 +206,26 @@ MEASURE = r"""
 }
 """
 
-# The browser's own hit test at given document points: which text node and UTF-16 offset
-# the caret lands on (-1 where it lands on no collected text node).
+# The browser's own hit test at given document points (x, y, the node expected there): the
+# text node and UTF-16 offset the caret lands on (-1 where it lands on no collected text
+# node), and whether another element lies on top at that point. The view scrolls a page
+# (the viewport's height) at a time, as the boxes were measured at scroll 0.
 HIT_TEST = r"""
 (points) => {
   const nodes = window.__spanindexNodes;
   const index = new Map(nodes.map((n, i) => [n, i]));
   const out = [];
-  for (let i = 0; i < points.length; i += 2) {
-    const x = points[i], y = points[i + 1];
-    window.scrollTo(Math.max(0, x - innerWidth / 2), Math.max(0, y - innerHeight / 2));
-    const range = document.caretRangeFromPoint(x - window.scrollX, y - window.scrollY);
-    if (!range || !index.has(range.startContainer)) { out.push(-1, -1); continue; }
-    out.push(index.get(range.startContainer), range.startOffset);
+  for (let i = 0; i < points.length; i += 3) {
+    const x = points[i], y = points[i + 1], want = nodes[points[i + 2]].parentElement;
+    window.scrollTo(Math.floor(x / innerWidth) * innerWidth, Math.floor(y / innerHeight) * innerHeight);
+    const vx = x - window.scrollX, vy = y - window.scrollY;
+    const range = document.caretRangeFromPoint(vx, vy);
+    const top = document.elementFromPoint(vx, vy);
+    const covered = !(top && (top === want || top.contains(want) || want.contains(top)));
+    if (!range || !index.has(range.startContainer)) out.push(-1, -1, covered ? 1 : 0);
+    else out.push(index.get(range.startContainer), range.startOffset, covered ? 1 : 0);
   }
   window.scrollTo(0, 0);
-  return out;
+  return JSON.stringify(out);
 }
 """
