@@ -87,6 +87,7 @@ _ASTRAL = re.compile("[\U00010000-\U0010ffff]")
 # Characters whose own box says nothing about visibility: spaces, marks, format controls.
 _WEAK = frozenset({"Zs", "Zl", "Zp", "Cc", "Cf", "Mn", "Me"})
 _ORPHAN_TRIES = 8
+_HTML_SPACE = " \t\n\r\f"
 
 
 class LayoutError(DocumentError):
@@ -233,7 +234,7 @@ class _Requests:
 
     def __init__(self) -> None:
         self.url = ""
-        self.body = ""
+        self.body: str | None = None  # until served
         self.loads = 0
         self.blocked = 0
 
@@ -246,8 +247,8 @@ class _Requests:
 
     def route(self, route) -> None:
         request = route.request
-        if self.body and request.url == self.url and request.resource_type == "document":
-            body, self.body = self.body, ""
+        if self.body is not None and request.url == self.url and request.resource_type == "document":
+            body, self.body = self.body, None
             route.fulfill(status=200, content_type="text/html; charset=utf-8", body=body)
         else:
             self.blocked += 1
@@ -328,7 +329,7 @@ class _Plan:
 
     def _match(self, source: str, entries: list) -> None:
         refs: dict = {}
-        orphans = sorted((s, e) for node, s, e, _ in entries if node < 0)
+        orphans = sorted((start, end) for node, start, end, _ in entries if node < 0)
         orphan_starts = [s for s, _ in orphans]
         used = [False] * len(orphans)
         last = -1  # the furthest source position matched so far, in tree order
@@ -339,39 +340,52 @@ class _Plan:
             pos = 0
             if start >= 0:
                 text, offsets = dom_text(source, start, end, refs)
-                if data.startswith(text):
+                if data.startswith(text):  # its own text, perhaps with moved text after it
                     self._assign(node, 0, offsets)
                     pos = len(text)
-                else:  # repaired differently: keep what agrees at either end
-                    head = _common_prefix(data, text)
-                    tail = min(_common_prefix(data[::-1], text[::-1]), len(data) - head, len(text) - head)
-                    self._assign(node, 0, offsets[:head])
-                    if tail:
-                        self._assign(node, len(data) - tail, offsets[len(text) - tail:])
+                elif len(data) == len(text):  # decoded differently in places: keep what agrees
+                    same = np.frombuffer(data.encode("utf-32-le"), dtype=np.uint32) == \
+                        np.frombuffer(text.encode("utf-32-le"), dtype=np.uint32)
+                    self._assign(node, 0, np.where(same, offsets, -1))
                     pos = len(data)
-                last = max(last, end)
-            # Text the browser moved away from its marker: look for it among the orphans.
-            i = bisect.bisect_right(orphan_starts, last)
+                elif data and text.startswith(data):  # the rest went elsewhere (whitespace in <head>)
+                    self._assign(node, 0, offsets[:len(data)])
+                    rest = (int(offsets[len(data)]), end)
+                    i = bisect.bisect_left(orphans, rest)
+                    orphans.insert(i, rest)
+                    orphan_starts.insert(i, rest[0])
+                    used.insert(i, False)
+                    pos = len(data)
+                last = max(last, end if pos < len(data) else start)
+            # Text the browser moved away from its marker (out of a table, into the body) is
+            # the text of a marker that claimed nothing, further on in the source; the browser
+            # may have dropped the whitespace it began with (before <body>).
+            i = bisect.bisect_left(orphan_starts, last)
             tries = 0
             while pos < len(data) and i < len(orphans) and tries < _ORPHAN_TRIES:
-                if used[i]:
-                    i += 1
-                    continue
-                tries += 1
-                text, offsets = dom_text(source, orphans[i][0], orphans[i][1], refs)
-                at = data.find(text, pos) if text.strip() else -1
-                if at >= 0:
-                    used[i] = True
-                    self._assign(node, at, offsets)
-                    pos = at + len(text)
-                    last = max(last, orphans[i][1])
+                if not used[i]:
+                    tries += 1
+                    text, offsets = dom_text(source, orphans[i][0], orphans[i][1], refs)
+                    if not data.startswith(text, pos):
+                        lead = len(text) - len(text.lstrip(_HTML_SPACE))
+                        text, offsets = text[lead:], offsets[lead:]
+                    if text and data.startswith(text, pos):
+                        used[i] = True
+                        self._assign(node, pos, offsets)
+                        pos += len(text)
+                        last = max(last, orphans[i][1])
+                        i = bisect.bisect_left(orphan_starts, last)
+                        tries = 0
+                        continue
                 i += 1
 
     def _assign(self, node: int, at: int, offsets: np.ndarray) -> None:
+        """DOM text ``data[at:at + len(offsets)]`` came from these source offsets (-1: from none)."""
         if len(offsets) == 0:
             return
         first = np.ones(len(offsets), dtype=bool)  # of a reference's characters, the first
         first[1:] = offsets[1:] != offsets[:-1]
+        first &= offsets >= 0
         positions = at + np.arange(len(offsets))
         self.node_at[offsets[first]] = node
         self.dom_at[offsets[first]] = positions[first]
@@ -619,14 +633,6 @@ def _all_weak(text: str, start: int, end: int) -> bool:
 
 def _b64(array: np.ndarray) -> str:
     return base64.b64encode(np.ascontiguousarray(array, dtype="<i4").tobytes()).decode("ascii")
-
-
-def _common_prefix(a: str, b: str) -> int:
-    n = min(len(a), len(b))
-    i = 0
-    while i < n and a[i] == b[i]:
-        i += 1
-    return i
 
 
 def _pages(height: float) -> int:

@@ -8,27 +8,30 @@ single characters, and the computed styles that decide whether a reader sees the
 
 from __future__ import annotations
 
-# Text nodes in tree order, each with the source range of the marker comment just before
-# it (or -1, -1), and markers that lost their text node (the browser moved the text).
+# Text nodes in tree order, each with the source range of the marker comment that claims it
+# (or -1, -1), and the markers that claimed no text node (the browser moved their text). A
+# marker claims the text node right after it; formatting elements the parser reconstructed
+# around the text (`<p><b>x<p>y`: a new <b> around "y") may stand between them.
 COLLECT = r"""
 () => {
   const MARK = /^(\d+):(\d+)$/;
   const SKIP = new Set(["STYLE", "SCRIPT", "TITLE", "NOSCRIPT"]);
-  const nodes = [], entries = [], marked = new Map();
+  const FORMATTING = new Set(["A", "B", "BIG", "CODE", "EM", "FONT", "I", "NOBR", "S", "SMALL", "STRIKE", "STRONG", "TT", "U"]);
+  const nodes = [], entries = [], claims = new Map();
   const walker = document.createTreeWalker(document, NodeFilter.SHOW_TEXT | NodeFilter.SHOW_COMMENT);
   for (let n = walker.nextNode(); n; n = walker.nextNode()) {
     if (n.nodeType === Node.COMMENT_NODE) {
       const m = MARK.exec(n.data);
       if (!m) continue;
-      const target = n.nextSibling;
-      if (target && target.nodeType === Node.TEXT_NODE && !marked.has(target)) marked.set(target, [+m[1], +m[2]]);
+      let text = n.nextSibling;
+      while (text && text.nodeType === Node.ELEMENT_NODE && FORMATTING.has(text.tagName)) text = text.firstChild;
+      if (text && text.nodeType === Node.TEXT_NODE && !claims.has(text)) claims.set(text, [+m[1], +m[2]]);
       else entries.push([-1, +m[1], +m[2], ""]);
       continue;
     }
     const parent = n.parentNode;
     if (parent && parent.nodeType === Node.ELEMENT_NODE && SKIP.has(parent.tagName)) continue;
-    const mark = marked.get(n);
-    if (!mark && !/\S/.test(n.data)) continue;
+    const mark = claims.get(n);
     nodes.push(n);
     entries.push([nodes.length - 1, mark ? mark[0] : -1, mark ? mark[1] : -1, n.data]);
   }

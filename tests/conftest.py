@@ -15,7 +15,8 @@ os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
 ROOT = Path(__file__).resolve().parent.parent
 SAMPLE_CORPUS = ROOT / "sample_corpus"
-SHARED_CORPUS = ROOT.parent / "shared" / "corpus"
+# A worktree elsewhere than beside ../shared names the corpus with SPANINDEX_SHARED_CORPUS.
+SHARED_CORPUS = Path(os.environ.get("SPANINDEX_SHARED_CORPUS", ROOT.parent / "shared" / "corpus"))
 ARTIFACTS = ROOT / "test-artifacts"
 
 # Property tests. CI must not fail at random: its profile is derandomized (the same
