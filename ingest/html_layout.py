@@ -458,14 +458,18 @@ class _Plan:
         text = doc.text
         strong = np.array([unicodedata.category(text[i]) not in _WEAK for i in self.chars.tolist()], dtype=bool)
         verdict = _verdicts(strong, boxes, per_char, width, height)
-        self.boxes, self.shown = boxes, _on_page(boxes, per_char, width, height)
-        self.shown &= verdict == 0  # hidden text is not drawn on the page image
         codes = np.zeros(n, dtype=np.int8)
         codes[self.chars] = verdict
+        hidden_runs = _hidden_runs(text, codes)
+        hidden = np.zeros(n, dtype=bool)
+        for run in hidden_runs:
+            hidden[run.start:run.end] = True
+        self.boxes = boxes
+        self.shown = _on_page(boxes, per_char, width, height) & ~hidden[self.chars]  # hidden text is not drawn
         not_laid_out = int((np.isnan(boxes[:, 0]) & strong).sum())
         return HtmlLayout(
             char_runs=_char_runs(self.chars, boxes, self.shown),
-            hidden_runs=_hidden_runs(doc.text, codes),
+            hidden_runs=hidden_runs,
             n_pages=_pages(height),
             width=float(width),
             height=float(height),
@@ -553,7 +557,9 @@ def _verdicts(strong: np.ndarray, boxes: np.ndarray, info: np.ndarray,
     centre_in = (mid_x >= info[:, 4]) & (mid_x <= info[:, 6]) & (mid_y >= info[:, 5]) & (mid_y <= info[:, 7])
     clipped = boxed & np.where(area > 0, shown_area < MIN_SHOWN * np.where(area > 0, area, 1), ~centre_in)
     checks = [
-        (HiddenReason.CSS_HIDDEN, (~boxed & ((flags & _NONE) != 0)) | (boxed & ((flags & _VIS_HIDDEN) != 0))),
+        # checkVisibility() says no (display:none, content-visibility:hidden: the rectangles of
+        # such text are computed on demand, though never drawn), or visibility:hidden
+        (HiddenReason.CSS_HIDDEN, ((flags & _NONE) != 0) | (boxed & ((flags & _VIS_HIDDEN) != 0))),
         (HiddenReason.NOT_LAID_OUT, ~boxed & ((flags & _NONE) == 0)),
         (HiddenReason.OFF_PAGE, off_page),
         (HiddenReason.CLIPPED, clipped),

@@ -183,7 +183,8 @@ def _element_style(parent: _Style, attrs: dict[str, str]) -> _Style:
     css = declarations(unescape(attrs.get("style", "")))
     font_px = parent.font_px
     if "font" in css:
-        font_px = font_shorthand_size(css["font"], parent.font_px) or font_px
+        size = font_shorthand_size(css["font"], parent.font_px)
+        font_px = size if size is not None else font_px
     if "font-size" in css:
         size = font_size_px(css["font-size"], parent.font_px)
         font_px = size if size is not None else font_px
