@@ -29,6 +29,7 @@ it is not hidden.
 
 from __future__ import annotations
 
+import atexit
 import base64
 import bisect
 import contextlib
@@ -227,6 +228,27 @@ class LayoutBrowser:
 
 _DOCUMENT_HEIGHT = ("() => Math.max(document.documentElement.scrollHeight, "
                     "(document.scrollingElement || document.documentElement).scrollHeight)")
+
+
+_shared: LayoutBrowser | None = None
+
+
+def shared_browser() -> LayoutBrowser:
+    """This process's browser, started on first use and closed when the process exits
+    (a worker process lays out all its HTML documents in one browser)."""
+    global _shared
+    if _shared is None:
+        _shared = LayoutBrowser()
+        atexit.register(_close_shared)
+    return _shared
+
+
+def _close_shared() -> None:
+    global _shared
+    browser, _shared = _shared, None
+    if browser is not None:
+        with contextlib.suppress(Exception):
+            browser.close()
 
 
 class _Requests:

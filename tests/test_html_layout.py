@@ -183,3 +183,27 @@ def test_shared_corpus_boxes_agree_with_the_browser_hit_test(browser):
     print(f"hit test: {agreed}/{tried} = {agreed / tried:.2%} of sampled characters; "
           f"{agreed}/{tried - covered} = {agreed / (tried - covered):.2%} of those not under another element")
     assert agreed >= 0.99 * (tried - covered)
+
+
+def test_boxes_land_on_the_ink_of_the_page_screenshot(browser):
+    """Each page's screenshot shows the text where its boxes say: fixed elements where they are
+    at the top of the page, a 100vh block the height of a page, paragraphs across page breaks."""
+    import pymupdf
+
+    paragraphs = "".join(f"<p style='margin:0;height:250px'>Paragraph {i} says hello.</p>" for i in range(14))
+    source = ("<body style='margin:0'><div style='position:fixed;top:0;left:300px'>Fixed header</div>"
+              "<div style='position:fixed;bottom:0;left:600px'>Fixed footer</div>"
+              f"<div style='height:100vh'>A block one viewport tall</div>{paragraphs}</body>")
+    doc = parse_html_text(source, "shots.html")
+    layout = browser.layout(doc)
+    assert layout.n_pages == 4
+    for page in range(1, layout.n_pages + 1):
+        pixmap = pymupdf.Pixmap(browser.screenshot(doc, page))
+        ink = np.frombuffer(pixmap.samples, dtype=np.uint8).reshape(pixmap.h, pixmap.w, pixmap.n)[:, :, :3].min(axis=2) < 128
+        covered = np.zeros_like(ink)
+        for run in (r for r in layout.char_runs if r.page == page):
+            for i, (x0, y0, x1, y1) in enumerate(np.floor(run.glyph_boxes).astype(int)):
+                if not doc.text[run.start + i].isspace():
+                    assert ink[y0:y1 + 1, x0:x1 + 1].any(), (page, doc.text[run.start + i])
+                covered[y0:y1 + 1, x0:x1 + 1] = True
+        assert not (ink & ~covered).any()  # and no ink outside the boxes
