@@ -342,8 +342,7 @@ class _Plan:
         self.doc = doc
         source = doc.decoded_source
         self.node_data: dict[int, str] = {}
-        self.node_at = np.full(len(source) + 1, -1, dtype=np.int64)
-        self.dom_at = np.full(len(source) + 1, -1, dtype=np.int64)
+        self._pieces: list[tuple[np.ndarray, int, np.ndarray]] = []  # source offsets, node, DOM positions
         self._match(source, entries)
         self._map_chars()
 
@@ -409,8 +408,7 @@ class _Plan:
         first[1:] = offsets[1:] != offsets[:-1]
         first &= offsets >= 0
         positions = at + np.arange(len(offsets))
-        self.node_at[offsets[first]] = node
-        self.dom_at[offsets[first]] = positions[first]
+        self._pieces.append((offsets[first], node, positions[first]))
 
     # -- document characters to DOM positions
 
@@ -429,12 +427,17 @@ class _Plan:
                 src[run.start:run.end] = run.src_start
                 step[run.start:run.end] = np.arange(length)
         self.from_source = src >= 0
-        node = np.full(n, -1, dtype=np.int64)
-        pos = np.full(n, -1, dtype=np.int64)
-        has = self.from_source.copy()
-        node[has] = self.node_at[src[has]]
-        pos[has] = self.dom_at[src[has]] + step[has]
-        has &= (node >= 0) & (self.dom_at[np.where(has, src, 0)] >= 0)
+        # Source offset -> (node, position in its text), sorted by offset, for a binary search.
+        pieces = self._pieces or [(np.zeros(0, dtype=np.int64), -1, np.zeros(0, dtype=np.int64))]
+        offsets = np.concatenate([p[0] for p in pieces] + [np.array([-1])])  # -1: a sentinel
+        nodes = np.concatenate([np.full(len(p[0]), p[1], dtype=np.int64) for p in pieces] + [np.array([-1])])
+        positions = np.concatenate([p[2] for p in pieces] + [np.array([-1])])
+        order = np.argsort(offsets, kind="stable")
+        offsets, nodes, positions = offsets[order], nodes[order], positions[order]
+        at = np.minimum(np.searchsorted(offsets, src), len(offsets) - 1)
+        has = self.from_source & (offsets[at] == src)
+        node = np.where(has, nodes[at], -1)
+        pos = np.where(has, positions[at] + step, -1)
         text = doc.text
         for i in np.flatnonzero(has).tolist():  # never a box for a character the DOM does not hold
             data = self.node_data[int(node[i])]
