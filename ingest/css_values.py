@@ -83,6 +83,8 @@ def declarations(style: str) -> dict[str, str]:
 
 
 def _split(style: str) -> list[str]:
+    if "(" not in style and '"' not in style and "'" not in style:
+        return style.split(";")
     parts, depth, quote, start = [], 0, "", 0
     for i, c in enumerate(style):
         if quote:
