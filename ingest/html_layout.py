@@ -153,6 +153,7 @@ class LayoutBrowser:
         self.version = self._browser.version
         self._requests = _Requests()
         self._page = None  # one page, reused; made again after a failure
+        self._shown: str | None = None  # the source loaded in it
 
     def close(self) -> None:
         try:
@@ -174,7 +175,8 @@ class LayoutBrowser:
         centre of the box must land on that character.
         """
         started = time.perf_counter()
-        with self._loaded(doc) as page:
+        self._shown = None  # always a fresh load: the count of blocked requests is this page's
+        with self._loaded(doc.decoded_source, doc.doc_id) as page:
             found = json.loads(page.evaluate(COLLECT))
             plan = _Plan(doc, found["entries"])
             measured = page.evaluate(MEASURE, plan.request()) if plan.n_chars else None
@@ -185,21 +187,34 @@ class LayoutBrowser:
                 layout = _replace(layout, hit_tried=tried, hit_agreed=agreed, hit_covered=covered)
             return layout
 
-    def screenshot(self, doc: ParsedDocument, page_number: int, *, jpeg_quality: int | None = None) -> bytes:
-        """One page of the layout (``PAGE_WIDTH`` x ``PAGE_HEIGHT`` CSS px) as PNG, or JPEG at a quality."""
-        with self._loaded(doc) as page:
+    def page_image(self, decoded_source: str, page_number: int, *, doc_id: str = "") -> bytes:
+        """Page ``page_number`` of the layout as a PNG of exactly ``PAGE_WIDTH`` x ``PAGE_HEIGHT``
+        (a last page shorter than that is padded with white), the boxes' coordinates in pixels."""
+        import pymupdf
+
+        with self._loaded(decoded_source, doc_id) as page:
+            page.evaluate("() => window.scrollTo(0, 0)")
             top = (page_number - 1) * PAGE_HEIGHT
             height = page.evaluate(_DOCUMENT_HEIGHT)
-            clip = {"x": 0, "y": top, "width": PAGE_WIDTH, "height": max(1, min(PAGE_HEIGHT, height - top))}
-            if jpeg_quality is None:
-                return page.screenshot(clip=clip, full_page=True, type="png")
-            return page.screenshot(clip=clip, full_page=True, type="jpeg", quality=jpeg_quality)
+            if top >= height:
+                raise LayoutError(f"no page {page_number}: the layout is {height} px tall", doc_id=doc_id)
+            clip = {"x": 0, "y": top, "width": PAGE_WIDTH, "height": min(PAGE_HEIGHT, height - top)}
+            png = page.screenshot(clip=clip, full_page=True, type="png")
+        if clip["height"] == PAGE_HEIGHT:
+            return png
+        shot = pymupdf.Pixmap(png)
+        tile = pymupdf.Pixmap(pymupdf.csRGB, pymupdf.IRect(0, 0, PAGE_WIDTH, PAGE_HEIGHT), False)
+        tile.clear_with(255)
+        if shot.alpha:
+            shot = pymupdf.Pixmap(shot, 0)
+        tile.copy(shot, shot.irect)
+        return tile.tobytes("png")
 
     @contextlib.contextmanager
-    def _loaded(self, doc: ParsedDocument):
-        """The page with ``doc``'s annotated, defused source loaded; nothing else loads."""
-        if doc.decoded_source is None:
-            raise LayoutError("not an HTML document: no decoded source", doc_id=doc.doc_id)
+    def _loaded(self, decoded_source: str | None, doc_id: str):
+        """The page with the annotated, defused source loaded; nothing else loads."""
+        if decoded_source is None:
+            raise LayoutError("not an HTML document: no decoded source", doc_id=doc_id)
         try:
             if self._page is None:
                 context = self._browser.new_context(
@@ -209,15 +224,19 @@ class LayoutBrowser:
                 context.route("**/*", self._requests.route)
                 self._page = context.new_page()
                 self._page.set_default_timeout(TIMEOUT_MS)
-            url = self._requests.serve(layout_source(doc.decoded_source))
-            self._page.goto(url, wait_until="load")
+                self._shown = None
+            if self._shown is not decoded_source:  # the same source stays loaded (one page, several images)
+                self._shown = None
+                url = self._requests.serve(layout_source(decoded_source))
+                self._page.goto(url, wait_until="load")
+                self._shown = decoded_source
             yield self._page
         except SpanindexError:
             raise
         except Exception as exc:
             self._drop_page()
             raise LayoutError(f"the browser failed to lay out the page: {type(exc).__name__}: {exc}",
-                              doc_id=doc.doc_id) from exc
+                              doc_id=doc_id) from exc
 
     def _drop_page(self) -> None:
         page, self._page = self._page, None
@@ -607,7 +626,8 @@ def _on_page(boxes: np.ndarray, info: np.ndarray, width: float, height: float) -
     x0, y0, x1, y1 = boxes.T
     mid_x, mid_y = (x0 + x1) / 2, (y0 + y1) / 2
     with np.errstate(invalid="ignore"):
-        inside = (mid_x >= 0) & (mid_y >= 0) & (mid_x < width) & (mid_y < height) & (y1 > y0)
+        # on the page images (PAGE_WIDTH wide: what overflows to the right is not drawn)
+        inside = (mid_x >= 0) & (mid_y >= 0) & (mid_x < min(width, PAGE_WIDTH)) & (mid_y < height) & (y1 > y0)
         inside &= (mid_x >= info[:, 4]) & (mid_x <= info[:, 6]) & (mid_y >= info[:, 5]) & (mid_y <= info[:, 7])
         scroller = ~np.isnan(info[:, 8])
         in_scroller = (mid_x >= info[:, 8]) & (mid_x <= info[:, 10]) & (mid_y >= info[:, 9]) & (mid_y <= info[:, 11])

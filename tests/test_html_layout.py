@@ -198,7 +198,8 @@ def test_boxes_land_on_the_ink_of_the_page_screenshot(browser):
     layout = browser.layout(doc)
     assert layout.n_pages == 4
     for page in range(1, layout.n_pages + 1):
-        pixmap = pymupdf.Pixmap(browser.screenshot(doc, page))
+        pixmap = pymupdf.Pixmap(browser.page_image(doc.decoded_source, page))
+        assert (pixmap.w, pixmap.h) == (PAGE_WIDTH, PAGE_HEIGHT)
         ink = np.frombuffer(pixmap.samples, dtype=np.uint8).reshape(pixmap.h, pixmap.w, pixmap.n)[:, :, :3].min(axis=2) < 128
         covered = np.zeros_like(ink)
         for run in (r for r in layout.char_runs if r.page == page):
