@@ -12,9 +12,11 @@ offset, margin, indent or translation), clipped away (``clip: rect(0 0 0 0)``,
 or ``content-visibility:hidden``. Inside ``aria-hidden="true"`` such text is hidden
 from every reader: the reason is then ``aria_hidden``.
 
-What style sheets do (a class that hides, a dark page background) is beyond
-the source: ``ingest.html_layout`` asks a browser. ``SOURCE_ONLY`` says so, for
-the build to tell.
+The tree builder keeps each open element's ``Style`` on its stack and tells its
+text builder the reason in force, so the verdicts come with the parse itself
+(``ParsedDocument.hidden_runs``). What style sheets do (a class that hides, a dark
+page background) is beyond the source: ``ingest.html_layout`` asks a browser.
+``SOURCE_ONLY`` says so, for the build to tell.
 """
 
 from __future__ import annotations
@@ -34,10 +36,8 @@ from ingest.css_values import (
     over,
     parse_color,
 )
-from ingest.html import _TreeBuilder
-from ingest.html_text import TextBuilder
 from ingest.html_tokens import parse_attrs
-from schemas.records import HiddenReason, HiddenRun, RunKind
+from schemas.records import HiddenReason, HiddenRun
 
 SOURCE_ONLY = ("hidden text judged from the HTML source alone (hidden attributes and inline styles); "
                "what style sheets hide needs --html-layout")
@@ -57,7 +57,7 @@ _HEX_COLOR = re.compile(r"[0-9a-f]{6}\Z", re.I)
 
 
 @dataclass(frozen=True, slots=True)
-class _Style:
+class Style:
     """What an element passes to its content: a reason hiding all of it, and inherited values."""
 
     hides: HiddenReason | None = None  # opacity, position, clip, transform, ...: the whole subtree
@@ -68,98 +68,31 @@ class _Style:
     aria_hidden: bool = False
 
 
-_ROOT = _Style()
+ROOT_STYLE = Style()
 
 
-def source_hidden_runs(decoded_source: str, doc_text: str | None = None) -> tuple[HiddenRun, ...]:
-    """Runs of the document text that inline styles and attributes hide, with the reason.
+class InlineStyles:
+    """The styles the tree builder of ``ingest.html`` keeps on its stack of open elements.
 
-    ``doc_text``, when given, must be the text ``ingest.html`` made of the same source
-    (a check that both walked the source alike).
-
-    >>> source_hidden_runs('<p>Seen <span style="font-size:0">unseen</span> <b style="color:#fff">white</b></p>')
-    (HiddenRun(start=5, end=11, reason=<HiddenReason.TINY: 'tiny'>), HiddenRun(start=12, end=17, reason=<HiddenReason.BACKGROUND_COLOR: 'background_color'>))
+    >>> from ingest.html import parse_html_text
+    >>> doc = parse_html_text('<p>Seen <span style="font-size:0">unseen</span> <b style="color:#fff">white</b></p>', "p.html")
+    >>> [(doc.text[r.start:r.end], r.reason.value) for r in doc.hidden_runs]
+    [('unseen', 'tiny'), ('white', 'background_color')]
     """
-    builder = _VisibilityBuilder(decoded_source)
-    builder.run()
-    text, _ = builder.out.result()
-    if doc_text is not None and text != doc_text:
-        raise ValueError("the source gives another text than the one given")
-    return builder.out.hidden_runs(text)
 
-
-class _RecordingText(TextBuilder):
-    """A TextBuilder that notes, for each piece of text it appends, the reason it is hidden."""
-
-    def __init__(self, source: str, builder: "_VisibilityBuilder") -> None:
-        super().__init__(source)
-        self.builder = builder
-        self.pieces: list[tuple[int, int, HiddenReason]] = []  # start, end, reason
-
-    def _append(self, text: str, start: int, end: int, kind: RunKind) -> None:
-        at = self.length
-        super()._append(text, start, end, kind)
-        if kind is RunKind.SYNTHETIC:
-            return
-        reason = self.builder.reason()
-        if reason is not None:
-            if self.pieces and self.pieces[-1][1] == at and self.pieces[-1][2] is reason:
-                self.pieces[-1] = (self.pieces[-1][0], self.length, reason)
-            else:
-                self.pieces.append((at, self.length, reason))
-
-    def hidden_runs(self, text: str) -> tuple[HiddenRun, ...]:
-        """The pieces trimmed of whitespace at their ends; pieces of one reason separated only by
-        whitespace are one run."""
-        runs: list[HiddenRun] = []
-        for start, end, reason in self.pieces:
-            while start < end and text[start].isspace():
-                start += 1
-            while end > start and text[end - 1].isspace():
-                end -= 1
-            if start == end:
-                continue
-            if runs and runs[-1].reason is reason and not text[runs[-1].end:start].strip():
-                runs[-1] = HiddenRun(runs[-1].start, end, reason)
-            else:
-                runs.append(HiddenRun(start, end, reason))
-        return tuple(runs)
-
-
-class _VisibilityBuilder(_TreeBuilder):
     def __init__(self, source: str) -> None:
-        super().__init__(source)
-        self.out = _RecordingText(source, self)
-        self.styles: dict[int, _Style] = {}  # id(stack entry) -> what it passes on
-        self.starting: tuple[str, int, int] | None = None  # the start tag being handled
+        self.source = source
         # A page without style sheets has the browser's white background.
         self.plain_page = _STYLE_SHEET.search(source) is None
 
-    def _start(self, start: int, end: int, name: str, self_closing: bool, attrs_at: int) -> None:
-        self.starting = (name, attrs_at, end)
-        try:
-            super()._start(start, end, name, self_closing, attrs_at)
-        finally:
-            self.starting = None
+    def child(self, parent: Style, attrs_at: int, end: int) -> Style:
+        """The style of an element whose start tag's attributes are ``source[attrs_at:end - 1]``."""
+        if _ATTRS_OF_INTEREST.search(self.source, attrs_at, end) is None:
+            return parent
+        return _element_style(parent, parse_attrs(self.source, attrs_at, end - 1))
 
-    def _push(self, name: str, hidden: bool, pre: bool, foreign: bool, sep: int) -> list:
-        parent = self.styles.get(id(self.stack[-1]), _ROOT) if self.stack else _ROOT
-        entry = super()._push(name, hidden, pre, foreign, sep)
-        style = parent
-        if self.starting is not None and self.starting[0] == name:
-            _, attrs_at, end = self.starting
-            if _ATTRS_OF_INTEREST.search(self.source, attrs_at, end):
-                style = _element_style(parent, parse_attrs(self.source, attrs_at, end - 1))
-        self.styles[id(entry)] = style
-        return entry
-
-    def _remove(self, index: int, at: int) -> list:
-        entry = super()._remove(index, at)
-        self.styles.pop(id(entry), None)
-        return entry
-
-    def reason(self) -> HiddenReason | None:
-        style = self.styles.get(id(self.stack[-1]), _ROOT) if self.stack else _ROOT
+    def reason(self, style: Style) -> HiddenReason | None:
+        """Why text with this style is hidden; None: as far as the source tells, it is seen."""
         reason = style.hides
         if reason is None and style.font_px < 1:
             reason = HiddenReason.TINY
@@ -179,7 +112,29 @@ class _VisibilityBuilder(_TreeBuilder):
         return reason
 
 
-def _element_style(parent: _Style, attrs: dict[str, str]) -> _Style:
+def hidden_runs(text: str, pieces: list) -> tuple[HiddenRun, ...]:
+    """``[start, end, reason]`` pieces of text as runs: trimmed of whitespace at their ends, and
+    pieces of one reason separated only by whitespace joined.
+
+    >>> hidden_runs("a  b c", [[0, 3, HiddenReason.TINY], [3, 4, HiddenReason.TINY]])
+    (HiddenRun(start=0, end=4, reason=<HiddenReason.TINY: 'tiny'>),)
+    """
+    runs: list[HiddenRun] = []
+    for start, end, reason in pieces:
+        while start < end and text[start].isspace():
+            start += 1
+        while end > start and text[end - 1].isspace():
+            end -= 1
+        if start == end:
+            continue
+        if runs and runs[-1].reason is reason and not text[runs[-1].end:start].strip():
+            runs[-1] = HiddenRun(runs[-1].start, end, reason)
+        else:
+            runs.append(HiddenRun(start, end, reason))
+    return tuple(runs)
+
+
+def _element_style(parent: Style, attrs: dict[str, str]) -> Style:
     css = declarations(unescape(attrs.get("style", "")))
     font_px = parent.font_px
     if "font" in css:
@@ -206,7 +161,7 @@ def _element_style(parent: _Style, attrs: dict[str, str]) -> _Style:
         or css.get("text-shadow", "none") != "none" or _stroked(css)
     aria = parent.aria_hidden or attrs.get("aria-hidden", "").strip().lower() == "true"
     hides = parent.hides or _hiding(css, font_px)
-    return _Style(hides, font_px, color, background, painted, aria)
+    return Style(hides, font_px, color, background, painted, aria)
 
 
 def _legacy_color(value: str) -> Color | None:

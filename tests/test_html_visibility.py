@@ -15,7 +15,6 @@ import pytest
 
 from ingest.html import parse_html, parse_html_text
 from ingest.html_layout import browser_unavailable
-from ingest.html_visibility import source_hidden_runs
 from schemas.records import HiddenReason as R
 
 from conftest import shared_corpus_files
@@ -144,7 +143,7 @@ def test_inline_tricks_are_flagged_from_the_source_and_style_sheets_are_not(tric
     sheet, markup, _, reason = TRICKS[trick]
     doc = parse_html_text(trick_page(sheet, markup), "trick.html")
     control, hidden = copies(doc.text)
-    runs = source_hidden_runs(doc.decoded_source, doc.text)
+    runs = doc.hidden_runs
     assert flagged(runs, control) == set()
     if reason is None:  # what a class does is beyond the source
         assert runs == ()
@@ -156,21 +155,21 @@ def test_inline_tricks_are_flagged_from_the_source_and_style_sheets_are_not(tric
 @pytest.mark.parametrize("case", VISIBLE, ids=VISIBLE)
 def test_visible_text_is_not_flagged_from_the_source(case):
     doc = parse_html_text(trick_page("", VISIBLE[case]), "visible.html")
-    assert source_hidden_runs(doc.decoded_source, doc.text) == ()
+    assert doc.hidden_runs == ()
 
 
 def test_source_verdicts_follow_the_tree_builder_through_misnested_markup():
     source = ('<p style="font-size:0"><b>tiny <p>own paragraph</b> still</p>'
               '<table style="color:#fff"><tr><td>white cell</td></tr></table>')
     doc = parse_html_text(source, "m.html")
-    runs = source_hidden_runs(doc.decoded_source, doc.text)
+    runs = doc.hidden_runs
     assert [(doc.text[r.start:r.end], r.reason) for r in runs] == [("tiny", R.TINY), ("white cell", R.BACKGROUND_COLOR)]
 
 
 def test_white_text_is_not_judged_where_a_style_sheet_may_set_the_background():
     source = f'<style>body{{background:#000}}</style><p style="color:#fff">{WORDS}</p>'
     doc = parse_html_text(source, "dark.html")
-    assert source_hidden_runs(doc.decoded_source, doc.text) == ()
+    assert doc.hidden_runs == ()
 
 
 # -- the shared corpus
@@ -186,7 +185,7 @@ def test_shared_corpus_hidden_text_per_page(browser):
     for path in pages:
         doc = parse_html(path.read_bytes(), path.name)
         by_browser = browser.layout(doc).hidden_runs
-        by_source = source_hidden_runs(doc.decoded_source, doc.text)
+        by_source = doc.hidden_runs
         for runs in (by_browser, by_source):
             last = 0
             for run in runs:
