@@ -24,11 +24,10 @@ from ingest.html import parse_html, parse_html_text
 from schemas.errors import CorruptDocumentError, DocumentError
 from schemas.records import ParsedDocument, RunKind
 
-from conftest import examples
+from conftest import SAMPLE_CORPUS, SHARED_CORPUS, examples
 
-ROOT = Path(__file__).resolve().parent.parent
-SHARED_HTML = ROOT.parent / "shared" / "corpus" / "html"
-SAMPLE_HTML = sorted(p for p in (ROOT / "sample_corpus" / "web").glob("*.html"))
+SHARED_HTML = SHARED_CORPUS / "html"
+SAMPLE_HTML = sorted(p for p in (SAMPLE_CORPUS / "web").glob("*.html"))
 SHARED_PAGES = sorted(SHARED_HTML.glob("*.html")) if SHARED_HTML.is_dir() else []
 _SEPARATOR = re.compile(r"\n{1,2}\t?|\t| ")
 
