@@ -18,11 +18,11 @@ from ingest.html import parse_html, parse_html_text
 from ingest.html_layout import PAGE_HEIGHT, PAGE_WIDTH, HtmlLayout, browser_unavailable, layout_source
 from schemas.records import RunKind
 
-from conftest import examples, shared_corpus_files
+from conftest import SHARED_CORPUS, examples
 
 pytestmark = pytest.mark.browser
 
-SHARED_PAGES = shared_corpus_files("html")
+SHARED_PAGES = sorted((SHARED_CORPUS / "html").glob("*.html"))
 
 
 @pytest.fixture(scope="module")

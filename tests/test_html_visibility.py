@@ -17,7 +17,7 @@ from ingest.html import parse_html, parse_html_text
 from ingest.html_layout import browser_unavailable
 from schemas.records import HiddenReason as R
 
-from conftest import shared_corpus_files
+from conftest import SHARED_CORPUS
 
 WORDS = "The vault code is 4711 and the key sits under the blue mat."
 
@@ -175,10 +175,11 @@ def test_white_text_is_not_judged_where_a_style_sheet_may_set_the_background():
 # -- the shared corpus
 
 
+@pytest.mark.browser
 def test_shared_corpus_hidden_text_per_page(browser):
     """Flagged characters per page, by reason: printed for a look (run with -s); the runs are
     sorted, disjoint, inside the text, and never begin or end with whitespace."""
-    pages = shared_corpus_files("html")
+    pages = sorted((SHARED_CORPUS / "html").glob("*.html"))
     if not pages:
         pytest.skip("../shared/corpus is absent")
     lines = []
