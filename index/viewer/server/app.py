@@ -26,7 +26,7 @@ from index.chunk_tokens import chunk_tokens
 from index.inspect import inspect_chunk
 from index.verify import verify_answer
 from index.viewer.claims import answer_views
-from index.viewer.marked_source import defused_html
+from ingest.html_defuse import defused_html
 from index.viewer.page_images import DEFAULT_ZOOM
 from index.viewer.server import api
 from index.viewer.server.security import MAX_BODY_BYTES, PDF_CSP, SANDBOX_CSP, BodyLimit, SecurityHeaders
