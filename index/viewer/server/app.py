@@ -26,13 +26,13 @@ from index.chunk_tokens import chunk_tokens
 from index.inspect import inspect_chunk
 from index.verify import verify_answer
 from index.viewer.claims import answer_views
-from ingest.html_defuse import defused_html
 from index.viewer.page_images import DEFAULT_ZOOM
 from index.viewer.server import api
 from index.viewer.server.security import MAX_BODY_BYTES, PDF_CSP, SANDBOX_CSP, BodyLimit, SecurityHeaders
 from index.viewer.server.state import ServerState
 from index.viewer.templating import environment
 from ingest.embed import Embedder
+from ingest.html_defuse import defused_html
 from schemas.answer_json import parse_answer
 from schemas.citations import Policy
 from schemas.errors import AnswerFormatError, SpanindexError
