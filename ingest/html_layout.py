@@ -38,7 +38,7 @@ import math
 import re
 import time
 import unicodedata
-from dataclasses import dataclass
+from dataclasses import astuple, dataclass
 from pathlib import Path
 
 import numpy as np
@@ -48,9 +48,10 @@ from ingest.html_layout_js import COLLECT, HIT_TEST, MEASURE
 from ingest.html_text import charref
 from schemas.errors import DocumentError, SpanindexError
 from schemas.records import HiddenReason, HiddenRun, ParsedDocument, PdfCharRun, RunKind
+from schemas.tables import HTML_PAGE_HEIGHT, HTML_PAGE_WIDTH
 
-PAGE_WIDTH = 1280  # CSS px: the layout viewport
-PAGE_HEIGHT = 1600  # CSS px: boxes are cut into pages of this height
+PAGE_WIDTH = HTML_PAGE_WIDTH  # CSS px: the layout viewport
+PAGE_HEIGHT = HTML_PAGE_HEIGHT  # CSS px: boxes are cut into pages of this height
 CHROMIUM = Path("/usr/bin/chromium")
 CHROMIUM_ARGS = ("--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
                  "--disable-background-networking", "--disable-component-update", "--disable-sync",
@@ -115,6 +116,29 @@ class HtmlLayout:
     hit_covered: int = 0  # of the others, those under another element, which the hit test cannot reach
 
 
+@dataclass(frozen=True, slots=True)
+class LayoutStats:
+    """What the layout stage did over some documents (a build sums them)."""
+
+    documents: int = 0
+    source_chars: int = 0
+    boxed: int = 0
+    not_laid_out: int = 0
+    unmatched: int = 0
+    hidden: int = 0  # characters in hidden runs
+    blocked_requests: int = 0
+    seconds: float = 0.0
+    failed: int = 0  # documents the browser could not lay out (indexed without boxes)
+
+    @classmethod
+    def of(cls, layout: HtmlLayout) -> "LayoutStats":
+        return cls(1, layout.source_chars, layout.boxed, layout.not_laid_out, layout.unmatched,
+                   sum(r.end - r.start for r in layout.hidden_runs), layout.blocked_requests, layout.seconds)
+
+    def __add__(self, other: "LayoutStats") -> "LayoutStats":
+        return LayoutStats(*(a + b for a, b in zip(astuple(self), astuple(other))))
+
+
 def browser_unavailable(executable: Path = CHROMIUM) -> str | None:
     """Why the layout stage cannot run here, or None when it can.
 
@@ -130,6 +154,26 @@ def browser_unavailable(executable: Path = CHROMIUM) -> str | None:
     return None
 
 
+def layout_engine(executable: Path = CHROMIUM) -> str:
+    """What lays HTML pages out here, as the manifest records it (a build whose engine differs
+    from the live generation's lays its HTML pages out again).
+
+    >>> layout_engine()                                   # doctest: +SKIP
+    'Chromium 156.0.8078.114, 1280 CSS px wide, pages of 1600 px'
+    """
+    import subprocess
+
+    reason = browser_unavailable(executable)
+    if reason is not None:
+        raise LayoutError(f"HTML layout is not available: {reason}")
+    try:
+        out = subprocess.run([str(executable), "--version"], capture_output=True, text=True, timeout=60).stdout
+    except (OSError, subprocess.SubprocessError) as exc:
+        raise LayoutError(f"the browser does not answer: {exc}") from exc
+    version = re.search(r"\d+(?:\.\d+){1,3}", out)
+    return f"Chromium {version.group() if version else '(unknown version)'}, {PAGE_WIDTH} CSS px wide, pages of {PAGE_HEIGHT} px"
+
+
 class LayoutBrowser:
     """One headless Chromium, reused for document after document (one per worker process).
 
@@ -140,16 +184,16 @@ class LayoutBrowser:
     def __init__(self, executable: Path = CHROMIUM) -> None:
         reason = browser_unavailable(executable)
         if reason is not None:
-            raise SpanindexError(f"HTML layout is not available: {reason}")
+            raise LayoutError(f"HTML layout is not available: {reason}")
         from playwright.sync_api import sync_playwright
 
         self._playwright = sync_playwright().start()
         try:
             self._browser = self._playwright.chromium.launch(
                 executable_path=str(executable), args=list(CHROMIUM_ARGS))
-        except Exception:
+        except Exception as exc:
             self._playwright.stop()
-            raise
+            raise LayoutError(f"the browser did not start: {type(exc).__name__}: {exc}") from exc
         self.version = self._browser.version
         self._requests = _Requests()
         self._page = None  # one page, reused; made again after a failure
@@ -250,14 +294,22 @@ _DOCUMENT_HEIGHT = ("() => Math.max(document.documentElement.scrollHeight, "
 
 
 _shared: LayoutBrowser | None = None
+_shared_failure: LayoutError | None = None
 
 
 def shared_browser() -> LayoutBrowser:
     """This process's browser, started on first use and closed when the process exits
-    (a worker process lays out all its HTML documents in one browser)."""
-    global _shared
+    (a worker process lays out all its HTML documents in one browser). A browser that
+    would not start is not tried again: the same LayoutError each time."""
+    global _shared, _shared_failure
+    if _shared_failure is not None:
+        raise _shared_failure
     if _shared is None:
-        _shared = LayoutBrowser()
+        try:
+            _shared = LayoutBrowser()
+        except LayoutError as exc:
+            _shared_failure = exc
+            raise
         atexit.register(_close_shared)
     return _shared
 

@@ -20,7 +20,7 @@ from schemas.layout import IndexPaths, read_current
 from schemas.records import DocumentRecord
 from schemas.tables import document_records
 
-MAP_TABLES = ("pdf_pages", "pdf_chars", "html_map")
+MAP_TABLES = ("pdf_pages", "pdf_chars", "html_map", "html_boxes")
 
 
 @dataclass(slots=True, eq=False)

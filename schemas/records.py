@@ -210,6 +210,7 @@ class Manifest:
     parser_version: int = 1
     model_path: str = ""  # where the model was loaded from (a local folder; never a hub)
     warnings: tuple[str, ...] = ()
+    html_layout: str = ""  # the browser that laid HTML pages out (html_boxes), "" where none did
 
 
 @dataclass(frozen=True, slots=True)
@@ -230,7 +231,8 @@ class SearchHit:
 
 @dataclass(frozen=True, slots=True)
 class Rect:
-    """A highlight rectangle on a displayed page: points, top-left origin."""
+    """A highlight rectangle on a displayed page, top-left origin: points (PDF), or CSS px of the
+    browser layout (HTML, its pages cut every ``schemas.tables.HTML_PAGE_HEIGHT`` px)."""
 
     page: int
     x0: float

@@ -26,7 +26,7 @@ from schemas.records import (
     RunKind,
 )
 
-FORMAT_VERSION = 2  # 2: documents.source_url
+FORMAT_VERSION = 3  # 2: documents.source_url; 3: html_boxes
 META_TABLE = b"spanindex.table"
 META_FORMAT = b"spanindex.format_version"
 META_MODEL = b"spanindex.model_id"
@@ -82,6 +82,12 @@ PDF_CHARS = pa.schema(
     ]
 )
 
+# The same shape as pdf_chars: per-character boxes of the browser layout of an HTML page
+# (CSS px, relative to the top of their page of HTML_PAGE_HEIGHT; see ingest.html_layout).
+HTML_BOXES = PDF_CHARS
+HTML_PAGE_WIDTH = 1280  # CSS px: the width the browser lays HTML pages out at
+HTML_PAGE_HEIGHT = 1600  # CSS px: the height of the pages its layout is cut into
+
 PDF_PAGES = pa.schema(
     [
         ("doc_id", pa.string()),
@@ -115,6 +121,7 @@ SCHEMAS: dict[str, pa.Schema] = {
     "pdf_chars": PDF_CHARS,
     "pdf_pages": PDF_PAGES,
     "html_map": HTML_MAP,
+    "html_boxes": HTML_BOXES,
 }
 
 # Record type behind each table, and record field -> column where names differ.
@@ -124,6 +131,7 @@ RECORD_TYPES: dict[str, tuple[type, dict[str, str]]] = {
     "pdf_chars": (PdfCharRun, {"glyph_boxes": "boxes"}),
     "pdf_pages": (PdfPage, {}),
     "html_map": (HtmlRun, {}),
+    "html_boxes": (PdfCharRun, {"glyph_boxes": "boxes"}),
 }
 
 
@@ -201,6 +209,11 @@ def pdf_pages_table(doc_id: str, doc_version: str, pages: Sequence[PdfPage]) -> 
 
 def html_map_table(doc_id: str, doc_version: str, runs: Sequence[HtmlRun]) -> pa.Table:
     return _records_table(runs, HTML_MAP, doc_id=doc_id, doc_version=doc_version)
+
+
+def html_boxes_table(doc_id: str, doc_version: str, runs: Sequence[PdfCharRun]) -> pa.Table:
+    """Character boxes of an HTML page's layout: runs on one line of one page, as ``pdf_chars``."""
+    return pdf_chars_table(doc_id, doc_version, runs)
 
 
 def pdf_chars_table(doc_id: str, doc_version: str, runs: Sequence[PdfCharRun]) -> pa.Table:

@@ -26,6 +26,9 @@ def _build(p: argparse.ArgumentParser) -> None:
     p.add_argument("--max-file-mb", type=int, default=512, help="skip files larger than this (default 512)")
     p.add_argument("--doc-timeout", type=float, default=600, metavar="SECONDS",
                    help="record a file whose parsing takes longer as an error and go on (default 600; 0: no limit)")
+    p.add_argument("--html-layout", action="store_true",
+                   help="lay HTML pages out in headless Chromium (/usr/bin/chromium): a box per character, "
+                        "pages for citations, hidden text found through style sheets")
     p.add_argument("--wait", action="store_true", help="wait for another build on this index instead of refusing")
     p.add_argument("--strict", action="store_true", help="exit 1 when any document failed")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
@@ -50,6 +53,7 @@ def run_build(args) -> int:
         max_file_mb=args.max_file_mb,
         doc_timeout_s=args.doc_timeout,
         wait_for_lock=args.wait,
+        html_layout=args.html_layout,
     )
     bar = None
 
@@ -74,6 +78,11 @@ def run_build(args) -> int:
     print(f"  chunks: {report.chunks} ({report.chunks_embedded} embedded, {report.chunks_reused} reused)")
     if report.full_reason and report.full_reason != "new index":
         print(f"  full build: {report.full_reason}")
+    if report.html_layout:
+        lay = report.layout
+        print(f"  HTML layout ({report.html_layout}): {lay.documents} page(s) laid out in {lay.seconds:.1f} s, "
+              f"{lay.boxed} of {lay.source_chars} characters boxed, {lay.hidden} hidden, {lay.not_laid_out} not laid out, "
+              f"{lay.unmatched} unmatched" + (f"; {lay.failed} failed (indexed without boxes)" if lay.failed else ""))
     if report.skipped:
         print(f"  skipped {len(report.skipped)} file(s) of unknown type: {', '.join(report.skipped[:5])}"
               + (" ..." if len(report.skipped) > 5 else ""))
