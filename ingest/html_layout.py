@@ -187,7 +187,10 @@ class LayoutBrowser:
             raise LayoutError(f"HTML layout is not available: {reason}")
         from playwright.sync_api import sync_playwright
 
-        self._playwright = sync_playwright().start()
+        try:  # (Playwright's sync API refuses to start where an event loop runs, e.g. inside another)
+            self._playwright = sync_playwright().start()
+        except Exception as exc:
+            raise LayoutError(f"the browser driver did not start: {type(exc).__name__}: {exc}") from exc
         try:
             self._browser = self._playwright.chromium.launch(
                 executable_path=str(executable), args=list(CHROMIUM_ARGS))
