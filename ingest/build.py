@@ -19,7 +19,7 @@ from pathlib import Path
 
 from ingest.embed import Embedder, VectorQueue
 from ingest.faiss_index import build_faiss, check_factory
-from ingest.html_layout import LayoutError, LayoutStats, layout_engine
+from ingest.html_layout import LayoutError, LayoutStats, close_shared_browser, layout_engine
 from ingest.lock import BuildLock
 from ingest.model import ModelInfo, resolve_model
 from ingest.normalize import NORMALIZER_VERSION
@@ -146,6 +146,8 @@ def build_index(
             writer.abort()
             shutil.rmtree(tmp_dir, ignore_errors=True)
             raise
+        finally:
+            close_shared_browser()  # one that laid pages out in this process (--workers 1)
         os.rename(tmp_dir, paths.generation(name))
         fsync_dir(paths.generations)
         publish(paths, name)

@@ -313,11 +313,14 @@ def shared_browser() -> LayoutBrowser:
         except LayoutError as exc:
             _shared_failure = exc
             raise
-        atexit.register(_close_shared)
+        atexit.register(close_shared_browser)
     return _shared
 
 
-def _close_shared() -> None:
+def close_shared_browser() -> None:
+    """Close this process's browser, if one was started (the next ``shared_browser()`` starts
+    another): a build or a report run in the caller's process leaves no browser behind, and
+    no Playwright that would keep the caller from starting its own."""
     global _shared
     browser, _shared = _shared, None
     if browser is not None:

@@ -24,6 +24,7 @@ from index.viewer.marked_source import labelled_ranges, marked_html
 from index.viewer.page_images import DEFAULT_ZOOM, render_html_page, render_page
 from index.viewer.source_views import ViewBuilder, ViewKind
 from index.viewer.templating import asset, environment, script_hash
+from ingest.html_layout import close_shared_browser
 from schemas.citations import ClaimRecord
 from schemas.record_json import to_json
 from schemas.records import MediaType
@@ -44,7 +45,14 @@ def render_report(
 
     >>> html = render_report(index.open("build/sample-index"), records)   # doctest: +SKIP
     """
-    records = list(records)
+    try:
+        return _render_report(index, list(records), zoom=zoom, source_base=source_base, title=title)
+    finally:
+        close_shared_browser()  # one that took HTML page images here
+
+
+def _render_report(index: Index, records: list[ClaimRecord], *, zoom: float, source_base: str | None,
+                   title: str) -> str:
     answers = answer_views(records, ViewBuilder(index, inline_html=False))
     html_sources, html_keys = shared_html_sources(index, answers)
     images: dict[str, str] = {}
