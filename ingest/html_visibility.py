@@ -42,7 +42,7 @@ from schemas.records import HiddenReason, HiddenRun
 SOURCE_ONLY = ("hidden text judged from the HTML source alone (hidden attributes and inline styles); "
                "what style sheets hide needs --html-layout")
 
-MIN_CONTRAST = 1.1  # as ingest.html_layout
+MIN_CONTRAST = 1.1  # as ingest.html_boxes
 MIN_ALPHA = 0.05
 FAR = -500.0  # px: an offset this far up or left puts text off any page
 _WHITE: Color = (255.0, 255.0, 255.0, 1.0)
