@@ -83,7 +83,8 @@ class PdfCharRun:
     """Real characters [start, end) on one line of one page, each with its glyph box.
 
     ``glyph_boxes`` has shape (end - start, 4): x0, y0, x1, y1 in points, top-left
-    origin of the displayed page (rotation applied).
+    origin of the displayed page (rotation applied). The boxes of an HTML page's browser
+    layout (``html_boxes``) have this shape too, in CSS px of their page of the layout.
     """
 
     page: int
