@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import html
 import re
+from collections.abc import Iterator, Sequence
 
 from ingest.html_tags import BREAKOUT
 from ingest.html_tokens import END, RAW, START, TEXT, Tokenizer, parse_attrs
@@ -184,30 +185,52 @@ class Defuser:
 
     def html(self, head: str = "") -> str:
         """The defused page; ``head`` is written first (after the doctype, if the page has one)."""
+        return "".join(self.pieces(head))
+
+    def pieces(
+        self,
+        head: str = "",
+        *,
+        windows: Sequence[tuple[int, int]] | None = None,
+        gap: str = "",
+        max_attribute: int | None = None,
+        max_tag: int | None = None,
+    ) -> Iterator[str]:
+        """The defused page in pieces, as they are made (what a server streams). With ``windows``
+        (sorted, disjoint ``[start, end)`` ranges of the source, each starting in character data)
+        only those parts, ``gap`` between two; an attribute value over ``max_attribute``
+        characters is left out, and a tag over ``max_tag`` is its name alone."""
+        if _DOCTYPE.match(self.source):
+            yield "<!DOCTYPE html>"
+        yield head
+        for n, (lo, hi) in enumerate(windows if windows is not None else [(0, len(self.source))]):
+            if n:
+                yield gap
+            yield from self._window(lo, hi, max_attribute, max_tag)
+
+    def _window(self, lo: int, hi: int, max_attribute: int | None, max_tag: int | None) -> Iterator[str]:
         source = self.source
-        out: list[str] = []
-        if _DOCTYPE.match(source):
-            out.append("<!DOCTYPE html>")
-        out.append(head)
-        tokens = Tokenizer(source)
+        tokens = Tokenizer(source, lo)
         foreign = 0  # open <svg>/<math> elements, as far as the browser would still count them
         skipping: str | None = None  # inside a dropped element whose content is raw text
         styles = 0  # open <style> elements read as markup (in SVG): their text is CSS
         drops_newline_at = -1
         for token in tokens:
-            kind = token[0]
+            kind, start = token[0], token[1]
+            if start >= hi:
+                return
             if kind == TEXT:
-                _, start, end = token
+                end = min(token[2], hi)
                 if styles:
-                    out.append(html.escape(_style_sheet(html.unescape(source[start:end])), quote=False))
+                    yield html.escape(_style_sheet(html.unescape(source[start:end])), quote=False)
                     continue
                 if start == drops_newline_at and source[start] in "\r\n":
                     newline = 2 if source.startswith("\r\n", start) else 1
-                    out.append(source[start:start + newline])
+                    yield source[start:start + newline]
                     start += newline
-                    if start == end:
+                    if start >= end:
                         continue
-                out.append(self.text(start, end))
+                yield self.text(start, end)
             elif kind == START:
                 _, start, end, name, self_closing, attrs_at = token
                 if name in _FOREIGN and not self_closing:
@@ -221,7 +244,8 @@ class Defuser:
                 skipping = None
                 if name == "style" and foreign:
                     styles += not self_closing
-                out.append(_start_tag(name, parse_attrs(source, attrs_at, end - 1), self_closing))
+                tag = _start_tag(name, parse_attrs(source, attrs_at, end - 1), self_closing, max_attribute)
+                yield tag if max_tag is None or len(tag) <= max_tag else f"<{name}>"
                 drops_newline_at = end if name in _DROPS_NEWLINE else -1
             elif kind == END:
                 name = token[3]
@@ -231,18 +255,20 @@ class Defuser:
                 elif name == "style" and styles:
                     styles -= 1
                 if name not in DROPPED:
-                    out.append(f"</{name}>")
+                    yield f"</{name}>"
             else:  # RAW
                 _, start, end, name = token
                 if skipping == name or name in DROPPED:
                     continue
+                clipped = end > hi
+                end = min(end, hi)
+                close = f"</{name}>" if clipped else ""  # a raw-text element cut by the window is closed here
                 if name in ("#cdata", "plaintext"):
-                    out.append(html.escape(source[start:end], quote=False))
+                    yield html.escape(source[start:end], quote=False)
                 elif name == "style":
-                    out.append(_style_sheet(source[start:end]))
+                    yield _style_sheet(source[start:end]) + close
                 else:  # title, textarea, xmp...: the same raw-text context it came from
-                    out.append(source[start:end])
-        return "".join(out)
+                    yield source[start:end] + close
 
 
 def defused_html(decoded_source: str) -> str:
@@ -254,10 +280,12 @@ def defused_html(decoded_source: str) -> str:
     return Defuser(decoded_source).html()
 
 
-def _start_tag(name: str, attrs: dict[str, str], self_closing: bool) -> str:
+def _start_tag(name: str, attrs: dict[str, str], self_closing: bool, max_attribute: int | None = None) -> str:
     parts = [name]
     for attr, raw_value in attrs.items():
         if attr.startswith("on") or attr in _DROPPED_ATTRS or not _SAFE_ATTR_NAME.match(attr):
+            continue
+        if max_attribute is not None and len(raw_value) > max_attribute:
             continue
         value = html.unescape(raw_value)  # what the browser would see, entities decoded
         if attr in _URL_ATTRS and not _safe_url(value):

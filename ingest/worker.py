@@ -24,8 +24,16 @@ from ingest.model import ModelInfo, load_tokenizer
 from ingest.parse import parse_document
 from ingest.publish import write_once
 from schemas.layout import IndexPaths
+from schemas.limits import MAX_DOC_CHARS, MAX_PDF_PAGES, DocumentLimits
 from schemas.records import ChunkerSettings, DocStatus, DocumentRecord, MediaType, ParsedDocument
-from schemas.tables import chunks_table, html_boxes_table, html_map_table, pdf_chars_table, pdf_pages_table
+from schemas.tables import (
+    chunks_table,
+    hidden_text_table,
+    html_boxes_table,
+    html_map_table,
+    pdf_chars_table,
+    pdf_pages_table,
+)
 
 if TYPE_CHECKING:
     from ingest.html_layout import HtmlLayout, LayoutStats
@@ -37,6 +45,8 @@ class WorkerSettings:
     chunker: ChunkerSettings
     index_root: Path
     max_file_bytes: int
+    max_pages: int = MAX_PDF_PAGES
+    max_chars: int = MAX_DOC_CHARS
     html_layout: bool = False  # lay HTML pages out in a browser (boxes, hidden text)
 
 
@@ -129,13 +139,18 @@ def _error_record(job: FileJob, reason: str) -> DocumentRecord:
 
 def _process(job: FileJob, settings: WorkerSettings) -> DocResult:
     try:
+        size = job.path.stat().st_size
+        if size > settings.max_file_bytes:  # refused unread: a huge file never reaches memory
+            reason = f"file too large: {size:,} bytes, the limit is {settings.max_file_bytes:,} (--max-file-mb)"
+            return DocResult(job.doc_id, _error_record(job, reason))
         source = job.path.read_bytes()
     except OSError as exc:
         return DocResult(job.doc_id, _error_record(job, f"cannot read the file: {exc.strerror or exc}"))
     if job.live_sha256 is not None and hashlib.sha256(source).hexdigest() == job.live_sha256:
         return DocResult(job.doc_id, None)
 
-    outcome = parse_document(source, job.doc_id, job.media_type, settings.max_file_bytes)
+    limits = DocumentLimits(settings.max_file_bytes, settings.max_pages, settings.max_chars)
+    outcome = parse_document(source, job.doc_id, job.media_type, limits)
     record, parsed = outcome.record, outcome.parsed
     if parsed is None:
         return DocResult(job.doc_id, record)
@@ -155,14 +170,16 @@ def _process(job: FileJob, settings: WorkerSettings) -> DocResult:
             stats = LayoutStats(failed=1)
         else:
             parsed = dataclasses.replace(parsed, hidden_runs=layout.hidden_runs)  # the browser's verdicts
+            tables = _map_tables(parsed)
             tables["html_boxes"] = html_boxes_table(parsed.doc_id, parsed.doc_version, layout.char_runs)
             stats = LayoutStats.of(layout)
-    spans = chunk_spans(parsed.text, _tokenizer, settings.chunker)
+    spans = chunk_spans(parsed.text, _tokenizer, settings.chunker, parsed.hidden_runs)
     chunks = make_chunks(parsed, spans)
     if layout is not None:
         chunks = _layout_pages(chunks, layout)
     _store(settings.index_root, job, source, record, parsed)
-    record = dataclasses.replace(record, n_chunks=len(chunks))
+    n_hidden = sum(run.end - run.start for run in parsed.hidden_runs)
+    record = dataclasses.replace(record, n_chunks=len(chunks), n_hidden_chars=n_hidden)
     return DocResult(
         job.doc_id,
         record,
@@ -202,6 +219,8 @@ def _map_tables(parsed: ParsedDocument) -> dict[str, pa.Table]:
         tables["pdf_chars"] = pdf_chars_table(doc_id, version, parsed.char_runs)
     if parsed.html_runs:
         tables["html_map"] = html_map_table(doc_id, version, parsed.html_runs)
+    if parsed.hidden_runs:
+        tables["hidden_text"] = hidden_text_table(doc_id, version, parsed.hidden_runs)
     return tables
 
 

@@ -9,6 +9,7 @@ import sys
 
 from index.cli.arguments import index_argument, json_option, open_index
 from index.cli.registry import EXIT_FAILURES, EXIT_OK, command, print_json
+from schemas.limits import MAX_DOC_CHARS, MAX_FILE_MB, MAX_PDF_PAGES
 
 
 @command("build", "Build or update the index of a corpus folder.", "spanindex build sample_corpus --index build/sample-index")
@@ -23,7 +24,12 @@ def _build(p: argparse.ArgumentParser) -> None:
     p.add_argument("--full", action="store_true", help="rebuild from scratch instead of reusing unchanged documents")
     p.add_argument("--keep", type=int, default=3, help="generations to keep (default 3)")
     p.add_argument("--keep-texts", action="store_true", help="keep every document text ever indexed")
-    p.add_argument("--max-file-mb", type=int, default=512, help="skip files larger than this (default 512)")
+    p.add_argument("--max-file-mb", type=int, default=MAX_FILE_MB,
+                   help=f"a larger file is an error row, never read (default {MAX_FILE_MB})")
+    p.add_argument("--max-pages", type=int, default=MAX_PDF_PAGES,
+                   help=f"a PDF with more pages is an error row (default {MAX_PDF_PAGES:,})")
+    p.add_argument("--max-chars", type=int, default=MAX_DOC_CHARS,
+                   help=f"a document with more characters of text is an error row (default {MAX_DOC_CHARS:,})")
     p.add_argument("--doc-timeout", type=float, default=600, metavar="SECONDS",
                    help="record a file whose parsing takes longer as an error and go on (default 600; 0: no limit)")
     p.add_argument("--html-layout", action="store_true",
@@ -51,6 +57,8 @@ def run_build(args) -> int:
         keep_generations=args.keep,
         keep_texts=args.keep_texts,
         max_file_mb=args.max_file_mb,
+        max_pages=args.max_pages,
+        max_chars=args.max_chars,
         doc_timeout_s=args.doc_timeout,
         wait_for_lock=args.wait,
         html_layout=args.html_layout,
@@ -66,7 +74,7 @@ def run_build(args) -> int:
         bar.set_postfix_str(event.doc_id[-40:], refresh=False)
         bar.update(1)
 
-    report = build_index(args.corpus, args.index, settings, progress=progress)
+    report = build_index(args.corpus, args.index, settings, embedder=args.embedder, progress=progress)
     if bar is not None:
         bar.close()
     statuses = ", ".join(f"{k} {v}" for k, v in sorted(report.by_status.items()))
@@ -99,6 +107,12 @@ def run_build(args) -> int:
             print(f"    {doc_id}: {warning if args.verbose or len(warning) <= 160 else warning[:157] + '...'}")
         if len(report.warned) > 10 and not args.verbose:
             print(f"    ... and {len(report.warned) - 10} more (--verbose lists them all)")
+    if report.hidden:
+        print(f"  {len(report.hidden)} document(s) hold text a reader cannot see (kept out of embeddings):")
+        for doc_id, n_hidden in report.hidden[: None if args.verbose else 10]:
+            print(f"    {doc_id}: {n_hidden} hidden characters")
+        if len(report.hidden) > 10 and not args.verbose:
+            print(f"    ... and {len(report.hidden) - 10} more (--verbose lists them all)")
     if args.verbose:
         for doc_id, trace in report.internal_errors:
             print(f"--- internal error in {doc_id}:\n{trace}", file=sys.stderr)
@@ -154,6 +168,7 @@ def run_stats(args) -> int:
         "characters": sum(d.n_chars for d in docs),
         "chunks": idx.n_chunks,
         "failures": {d.doc_id: d.error for d in docs if d.error},
+        "hidden_text": {d.doc_id: _hidden_summary(idx, d.doc_id) for d in docs if d.n_hidden_chars},
     }
     if args.json:
         print_json(stats)
@@ -166,6 +181,15 @@ def run_stats(args) -> int:
         else:
             print(f"{key}: {value}")
     return EXIT_OK
+
+
+def _hidden_summary(idx, doc_id: str) -> str:
+    """'412 characters: 400 css_hidden, 12 tiny' for one document."""
+    by_reason = collections.Counter()
+    for run in idx.hidden_text(doc_id).runs:
+        by_reason[run.reason.value] += run.end - run.start
+    detail = ", ".join(f"{n} {reason}" for reason, n in by_reason.most_common())
+    return f"{sum(by_reason.values())} characters: {detail}"
 
 
 @command("show", "Show one chunk: its text, offsets, pages and glyph boxes or HTML source range.", 'spanindex show build/sample-index "pricing/rate-card.pdf#tok:0"')

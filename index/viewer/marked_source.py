@@ -14,10 +14,11 @@ from __future__ import annotations
 import bisect
 import html
 import re
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
 from ingest.html_defuse import Defuser
+from schemas.limits import VIEW_ATTRIBUTE_CHARS, VIEW_CHUNK_CHARS, VIEW_SOURCE_CHARS, VIEW_TEXT_CHARS
 
 HIT_ID = "spanindex-hit"  # the first mark of the span: what the viewer scrolls to
 
@@ -34,6 +35,10 @@ SHARED_MARK_STYLE = (
 )
 
 
+# Between two windows of a large page: where the page goes on without being shown.
+WINDOW_GAP = '<p style="text-align:center;color:#888">[\u2026]</p>'
+
+
 @dataclass(frozen=True, slots=True)
 class MarkedText:
     """A window of document text around a span: ``before + marked + after``."""
@@ -46,7 +51,11 @@ class MarkedText:
 
 
 def marked_html(
-    decoded_source: str, ranges: Sequence[tuple[int, int]], cite_keys: Sequence[str] | None = None
+    decoded_source: str,
+    ranges: Sequence[tuple[int, int]],
+    cite_keys: Sequence[str] | None = None,
+    *,
+    windows: Sequence[tuple[int, int]] | None = None,
 ) -> str:
     """The decoded HTML source, defused, with the text inside ``ranges`` wrapped in ``<mark>``s.
 
@@ -55,12 +64,36 @@ def marked_html(
     (hidden elements, scripts, comments) between them is not marked. With ``cite_keys``
     (one per range: the space-separated keys of the citations covering it, as
     ``labelled_ranges`` makes them) every mark carries ``data-cite`` and stays plain
-    until the viewer switches on those of one citation.
+    until the viewer switches on those of one citation. With ``windows`` (sorted, disjoint
+    ``[start, end)`` ranges of the source, each starting in character data: see
+    ``HtmlSourceMap.data_position``) only those parts of a large page are shown, each
+    separated from the next by a marker, and an attribute value over
+    ``VIEW_ATTRIBUTE_CHARS`` (an inline image) is left out.
 
     >>> marked_html('<p onclick="x()">Hi <b>there</b> you</p><script>evil()</script>', [(23, 36)]).split("</style>")[1]
     '<p>Hi <b><mark class="spanindex-hit" id="spanindex-hit">there</mark></b><mark class="spanindex-hit"> you</mark></p>'
+    >>> marked_html('<p>one</p><p>two</p><p>three</p>', [(13, 16)], windows=[(13, 20)]).split("</style>")[1]
+    '<mark class="spanindex-hit" id="spanindex-hit">two</mark></p>'
     """
-    return _Marking(decoded_source, ranges, cite_keys).html(MARK_STYLE if cite_keys is None else SHARED_MARK_STYLE)
+    return "".join(iter_marked_html(decoded_source, ranges, cite_keys, windows=windows))
+
+
+def iter_marked_html(
+    decoded_source: str,
+    ranges: Sequence[tuple[int, int]],
+    cite_keys: Sequence[str] | None = None,
+    *,
+    windows: Sequence[tuple[int, int]] | None = None,
+) -> Iterator[str]:
+    """``marked_html`` in pieces, as they are made: what a server streams."""
+    windowed = windows is not None
+    return _Marking(decoded_source, ranges, cite_keys).pieces(
+        MARK_STYLE if cite_keys is None else SHARED_MARK_STYLE,
+        windows=windows,
+        gap=WINDOW_GAP,
+        max_attribute=VIEW_ATTRIBUTE_CHARS if windowed else None,
+        max_tag=VIEW_SOURCE_CHARS if windowed else None,  # a window holds no tag longer than itself
+    )
 
 
 class _Marking(Defuser):
@@ -74,6 +107,11 @@ class _Marking(Defuser):
     def text(self, start: int, end: int) -> str:
         return _marked_text_token(self.source, start, end, self.ranges, self.range_ends, self.first_mark,
                                   self.cite_keys)
+
+
+def defused_html(decoded_source: str) -> Iterator[str]:
+    """The decoded HTML source with nothing marked, in pieces: what a live-page stand-in streams."""
+    return iter_marked_html(decoded_source, [])
 
 
 def labelled_ranges(spans: Sequence[tuple[int, int, str]]) -> tuple[list[tuple[int, int]], list[str]]:
@@ -137,11 +175,19 @@ def _outside_entities(source: str, start: int, end: int, a: int, b: int) -> tupl
     return a, b
 
 
-def marked_text(doc_text: str, start: int, end: int, window: int = 6000) -> MarkedText:
-    """``doc_text`` around ``[start, end)``, at most ``window`` characters on each side.
+def marked_text(
+    doc_text: str, start: int, end: int, window: int = VIEW_TEXT_CHARS, max_marked: int = VIEW_CHUNK_CHARS
+) -> MarkedText:
+    """``doc_text`` around ``[start, end)``, at most ``window`` characters on each side, and at
+    most ``max_marked`` of the span itself (a longer one is cut, and nothing after it shown).
 
     >>> marked_text("abcdef", 2, 4, window=1)
     MarkedText(before='b', marked='cd', after='e', clipped_before=True, clipped_after=True)
+    >>> marked_text("abcdef", 1, 5, window=1, max_marked=2)
+    MarkedText(before='a', marked='bc', after='', clipped_before=False, clipped_after=True)
     """
-    lo, hi = max(0, start - window), min(len(doc_text), end + window)
+    lo = max(0, start - window)
+    if end - start > max_marked:
+        return MarkedText(doc_text[lo:start], doc_text[start : start + max_marked], "", lo > 0, True)
+    hi = min(len(doc_text), end + window)
     return MarkedText(doc_text[lo:start], doc_text[start:end], doc_text[end:hi], lo > 0, hi < len(doc_text))
