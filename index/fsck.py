@@ -162,10 +162,14 @@ def _offset_maps(gen: Generation) -> list[Fault]:
             starts, ends = rows.column("start").to_numpy(), rows.column("end").to_numpy()
             if (starts < 0).any() or (ends > n_chars).any() or (starts > ends).any():
                 faults.append(Fault(f"{table}.parquet", f"{doc_id}: a run lies outside its text of {n_chars} characters"))
-            if table == "pdf_chars":
+            if table in ("pdf_chars", "html_boxes"):
                 lengths = rows.column("boxes").combine_chunks().value_lengths().to_numpy()
                 if not np.array_equal(lengths, 4 * (ends - starts)):
-                    faults.append(Fault("pdf_chars.parquet", f"{doc_id}: boxes do not hold 4 floats per character"))
+                    faults.append(Fault(f"{table}.parquet", f"{doc_id}: boxes do not hold 4 floats per character"))
+            if table == "html_boxes" and (doc["media_type"] != MediaType.HTML.value
+                                          or (rows.column("page").to_numpy() < 1).any()
+                                          or (starts[1:] < ends[:-1]).any()):
+                faults.append(Fault("html_boxes.parquet", f"{doc_id}: runs out of order, off any page, or not HTML"))
             if table == "html_map" and doc["media_type"] == MediaType.HTML.value:
                 source = gen.paths.decoded_source(doc["source_sha256"])
                 if not source.is_file():

@@ -143,6 +143,16 @@ class Index:
         return self._kept("pdf_char_map", doc_id, lambda: PdfCharMap.from_table(
             self.pdf_char_table(doc_id), self.doc_text(self._require(doc_id).doc_version)))
 
+    def html_box_map(self, doc_id: str) -> PdfCharMap | None:
+        """Character boxes of an HTML page's browser layout (``build --html-layout``); None without."""
+        def build() -> PdfCharMap | None:
+            rows = self.generation.rows_of("html_boxes", doc_id)
+            if rows.num_rows == 0:
+                return None
+            return PdfCharMap.from_table(rows, self.doc_text(self._require(doc_id).doc_version))
+
+        return self._kept("html_box_map", doc_id, build)
+
     def html_source_map(self, doc_id: str) -> HtmlSourceMap:
         """Decoded-source positions of an HTML document's text by character offset."""
         return self._kept("html_source_map", doc_id, lambda: HtmlSourceMap.from_table(
@@ -163,13 +173,13 @@ class Index:
 
     def _kept(self, kind: str, doc_id: str, build: Callable[[], object]):
         key = (kind, doc_id)
-        value = self._maps.get(key)
-        if value is None:
+        if key not in self._maps:  # (a map may be None: kept as well)
             value = build()
             if len(self._maps) >= MAPS_KEPT:
                 self._maps.popitem(last=False)
             self._maps[key] = value
         else:
+            value = self._maps[key]
             self._maps.move_to_end(key)
         return value
 

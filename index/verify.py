@@ -125,9 +125,14 @@ class Verifier:
             src_start, src_end = self.index.html_source_map(chunk.doc_id).source_range(doc_start, doc_end)
             locator = text_fragment(doc_text, doc_start, doc_end)
             page_url = self._document(chunk.doc_id).source_url  # the live page, when it names itself
-            return dataclasses.replace(
+            span = dataclasses.replace(
                 span, src_start=src_start, src_end=src_end, locator=locator, url=page_url + locator if page_url else ""
             )
+            box_map = self.index.html_box_map(chunk.doc_id)  # laid out by a browser: pages and lines as a PDF
+            if box_map is not None:
+                rects = tuple(box_map.rects(doc_text, doc_start, doc_end))
+                span = dataclasses.replace(span, page=rects[0].page if rects else None, rects=rects)
+            return span
         return span
 
     def verify_claim(self, answer_id: str, claim: Claim) -> ClaimRecord:

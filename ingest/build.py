@@ -19,6 +19,7 @@ from pathlib import Path
 
 from ingest.embed import Embedder, VectorQueue
 from ingest.faiss_index import build_ann, check_factory, id_changes, plan_index, update_ann, update_reason
+from ingest.html_layout import LayoutError, LayoutStats, close_shared_browser, layout_engine
 from ingest.lock import BuildLock
 from ingest.model import ModelInfo, resolve_model
 from ingest.normalize import NORMALIZER_VERSION
@@ -33,7 +34,7 @@ from schemas.ann import AUTO_FACTORY
 from schemas.embedding import Device, EmbedBackend
 from schemas.layout import FAISS_FILE, IndexPaths, read_current
 from schemas.limits import MAX_DOC_CHARS, MAX_FILE_MB, MAX_PDF_PAGES
-from schemas.records import ChunkerSettings, DocStatus, Manifest
+from schemas.records import ChunkerSettings, DocStatus, Manifest, MediaType
 from schemas.tables import FORMAT_VERSION
 
 
@@ -54,6 +55,7 @@ class BuildSettings:
     doc_timeout_s: float = 600.0  # per file, in worker processes; 0: none
     wait_for_lock: bool = False
     embed_batch: int = 256
+    html_layout: bool = False  # lay HTML pages out in headless Chromium: boxes and hidden text
 
 
 @dataclass(frozen=True, slots=True)
@@ -93,6 +95,8 @@ class BuildReport:
     worker_peak_rss_mb: float = 0.0  # the largest parsing process's peak memory
     embed_seconds: float = 0.0
     warnings: list[str] = field(default_factory=list)
+    html_layout: str = ""  # the engine that laid HTML pages out; "" where the stage did not run
+    layout: LayoutStats = LayoutStats()  # over the HTML pages this build laid out
 
 
 def discover(corpus: Path) -> tuple[list[tuple[str, Path]], list[str]]:
@@ -141,6 +145,11 @@ def build_index(
         live, full_reason = LiveGeneration.open_compatible(paths, settings, embedder, NORMALIZER_VERSION)
         name = _next_generation_name(paths)
         report = BuildReport(generation=name, full_reason=full_reason)
+        if settings.html_layout:
+            try:
+                report.html_layout = layout_engine()
+            except LayoutError as exc:  # said once; everything else is built as without the stage
+                report.warnings.append(f"HTML layout skipped: {exc.message}")
         tmp_dir = paths.generations / f".{name}.tmp-{os.getpid()}"
         writer = GenerationWriter(tmp_dir, embedder.model_id, embedder.dim)
         try:
@@ -149,6 +158,8 @@ def build_index(
             writer.abort()
             shutil.rmtree(tmp_dir, ignore_errors=True)
             raise
+        finally:
+            close_shared_browser()  # one that laid pages out in this process (--workers 1)
         os.rename(tmp_dir, paths.generation(name))
         fsync_dir(paths.generations)
         publish(paths, name)
@@ -162,6 +173,10 @@ def _write_generation(corpus, paths, settings, model, embedder, live, writer, re
     files, report.skipped = discover(corpus)
     report.n_files = len(files)
     live_files = live.files if live else {}
+    reusable = live_files
+    if live and live.generation.manifest.html_layout != report.html_layout:
+        # laid out by another engine, or not at all: HTML pages are parsed and laid out again
+        reusable = {d: sha for d, sha in live_files.items() if media_type_of(d) is not MediaType.HTML}
     vectors = VectorQueue(
         embedder,
         writer.add_vectors,
@@ -170,7 +185,8 @@ def _write_generation(corpus, paths, settings, model, embedder, live, writer, re
         known_vectors=live.vectors if live else None,
     )
     files_sha: dict[str, str] = {}
-    for done, result in enumerate(_process_all(files, paths, settings, model, live_files), start=1):
+    for done, result in enumerate(_process_all(files, paths, settings, model, reusable, bool(report.html_layout)),
+                                  start=1):
         if result.unchanged:
             record = carry_over(live, result.doc_id, writer, vectors)
             report.unchanged += 1
@@ -187,6 +203,8 @@ def _write_generation(corpus, paths, settings, model, embedder, live, writer, re
             if result.internal_error:
                 report.internal_errors.append((result.doc_id, result.internal_error))
             report.parse_seconds += result.seconds
+            if result.layout is not None:
+                report.layout += result.layout
             report.worker_peak_rss_mb = max(report.worker_peak_rss_mb, result.peak_rss_kb / 1024)
         writer.add_document(record)
         files_sha[record.doc_id] = record.source_sha256
@@ -225,6 +243,7 @@ def _write_generation(corpus, paths, settings, model, embedder, live, writer, re
         documents_by_status=dict(sorted(report.by_status.items())),
         files=dict(sorted(files_sha.items())),
         warnings=tuple(w for w in [faiss_warning] if w),
+        html_layout=report.html_layout,
     )
     return writer.finish(manifest, faiss_index)
 
@@ -256,8 +275,9 @@ def _vector_index(vectors, settings: BuildSettings, live, queue, report: BuildRe
     return index, ann, warning
 
 
-def _process_all(files, paths, settings: BuildSettings, model: ModelInfo, live_files) -> Iterator[DocResult]:
-    """Results in file order; parsing runs ahead in worker processes."""
+def _process_all(files, paths, settings: BuildSettings, model: ModelInfo, live_files,
+                 html_layout: bool) -> Iterator[DocResult]:
+    """Results in file order; parsing (and the layout of HTML pages) runs ahead in worker processes."""
     worker_settings = WorkerSettings(
         model=model,
         chunker=settings.chunker,
@@ -265,6 +285,7 @@ def _process_all(files, paths, settings: BuildSettings, model: ModelInfo, live_f
         max_file_bytes=settings.max_file_mb * 1024 * 1024,
         max_pages=settings.max_pages,
         max_chars=settings.max_chars,
+        html_layout=html_layout,
     )
     jobs = [FileJob(path, doc_id, media_type_of(doc_id), live_files.get(doc_id)) for doc_id, path in files]
     workers = settings.workers or os.cpu_count() or 1

@@ -7,6 +7,7 @@ objects per glyph) so that shipping it to the embedding process is cheap.
 
 from __future__ import annotations
 
+import bisect
 import dataclasses
 import hashlib
 import re
@@ -14,6 +15,7 @@ import time
 import traceback
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pyarrow as pa
 
@@ -24,7 +26,17 @@ from ingest.publish import write_once
 from schemas.layout import IndexPaths
 from schemas.limits import MAX_DOC_CHARS, MAX_PDF_PAGES, DocumentLimits
 from schemas.records import ChunkerSettings, DocStatus, DocumentRecord, MediaType, ParsedDocument
-from schemas.tables import chunks_table, hidden_text_table, html_map_table, pdf_chars_table, pdf_pages_table
+from schemas.tables import (
+    chunks_table,
+    hidden_text_table,
+    html_boxes_table,
+    html_map_table,
+    pdf_chars_table,
+    pdf_pages_table,
+)
+
+if TYPE_CHECKING:
+    from ingest.html_layout import HtmlLayout, LayoutStats
 
 
 @dataclass(frozen=True, slots=True)
@@ -35,6 +47,7 @@ class WorkerSettings:
     max_file_bytes: int
     max_pages: int = MAX_PDF_PAGES
     max_chars: int = MAX_DOC_CHARS
+    html_layout: bool = False  # lay HTML pages out in a browser (boxes, hidden text)
 
 
 @dataclass(frozen=True, slots=True)
@@ -55,6 +68,7 @@ class DocResult:
     seconds: float = 0.0
     peak_rss_kb: int = 0  # the worker process's peak resident memory so far (0 where unknown)
     internal_error: str = ""  # traceback of an unexpected failure (a bug, not bad input)
+    layout: LayoutStats | None = None  # HTML laid out by the browser (--html-layout)
 
     @property
     def unchanged(self) -> bool:
@@ -145,8 +159,24 @@ def _process(job: FileJob, settings: WorkerSettings) -> DocResult:
     if record.status is not DocStatus.OK:
         return DocResult(job.doc_id, record, tables=tables)
 
+    layout = stats = None
+    if settings.html_layout and parsed.media_type is MediaType.HTML:
+        from ingest.html_layout import LayoutError, LayoutStats, shared_browser  # only where it runs
+
+        try:
+            layout = shared_browser().layout(parsed)
+        except LayoutError as exc:  # the document is indexed all the same, without boxes
+            record = _warn(record, f"HTML layout failed: {exc.message}")
+            stats = LayoutStats(failed=1)
+        else:
+            parsed = dataclasses.replace(parsed, hidden_runs=layout.hidden_runs)  # the browser's verdicts
+            tables = _map_tables(parsed)
+            tables["html_boxes"] = html_boxes_table(parsed.doc_id, parsed.doc_version, layout.char_runs)
+            stats = LayoutStats.of(layout)
     spans = chunk_spans(parsed.text, _tokenizer, settings.chunker, parsed.hidden_runs)
     chunks = make_chunks(parsed, spans)
+    if layout is not None:
+        chunks = _layout_pages(chunks, layout)
     _store(settings.index_root, job, source, record, parsed)
     n_hidden = sum(run.end - run.start for run in parsed.hidden_runs)
     record = dataclasses.replace(record, n_chunks=len(chunks), n_hidden_chars=n_hidden)
@@ -156,7 +186,29 @@ def _process(job: FileJob, settings: WorkerSettings) -> DocResult:
         chunks=chunks_table(chunks),
         embed_texts=[s.embed_text for s in spans],
         tables=tables,
+        layout=stats,
     )
+
+
+def _warn(record: DocumentRecord, warning: str) -> DocumentRecord:
+    return dataclasses.replace(record, warning="; ".join(w for w in (record.warning, warning) if w))
+
+
+def _layout_pages(chunks: list, layout: HtmlLayout) -> list:
+    """Chunks of a laid-out HTML page with the first and last page their boxes are on."""
+    if not layout.char_runs:
+        return chunks
+    starts = [r.start for r in layout.char_runs]
+    ends = [r.end for r in layout.char_runs]
+    out = []
+    for chunk in chunks:
+        first = bisect.bisect_right(ends, chunk.start)
+        last = bisect.bisect_left(starts, chunk.end)
+        pages = [layout.char_runs[i].page for i in range(first, last)]
+        if pages:
+            chunk = dataclasses.replace(chunk, page_start=min(pages), page_end=max(pages))
+        out.append(chunk)
+    return out
 
 
 def _map_tables(parsed: ParsedDocument) -> dict[str, pa.Table]:

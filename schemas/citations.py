@@ -98,7 +98,7 @@ class Placement:
     occurrences: int  # times the quote occurs in the chunk
     prefix: str  # up to 32 characters of document text before the quote
     suffix: str
-    page: int | None = None  # PDF
+    page: int | None = None  # PDF, and HTML laid out by a browser (build --html-layout)
     page_label: str = ""
     rects: tuple[Rect, ...] = ()
     src_start: int | None = None  # HTML: decoded-source range

@@ -30,6 +30,7 @@ TABLE_FILES = {
     "pdf_pages": "pdf_pages.parquet",
     "html_map": "html_map.parquet",
     "hidden_text": "hidden_text.parquet",
+    "html_boxes": "html_boxes.parquet",
 }
 MANIFEST = "manifest.json"
 FAISS_FILE = "vectors.faiss"

@@ -85,7 +85,8 @@ class PdfCharRun:
     """Real characters [start, end) on one line of one page, each with its glyph box.
 
     ``glyph_boxes`` has shape (end - start, 4): x0, y0, x1, y1 in points, top-left
-    origin of the displayed page (rotation applied).
+    origin of the displayed page (rotation applied). The boxes of an HTML page's browser
+    layout (``html_boxes``) have this shape too, in CSS px of their page of the layout.
     """
 
     page: int
@@ -220,6 +221,8 @@ class Manifest:
     embed_device: str = ""  # where it ran (cpu, cuda): the same vectors, recorded for the reader
     ann: AnnParams | None = None  # the FAISS index and its search parameters (None: older, Flat)
 
+    html_layout: str = ""  # the browser that laid HTML pages out (html_boxes), "" where none did
+
 
 @dataclass(frozen=True, slots=True)
 class SearchHit:
@@ -239,7 +242,8 @@ class SearchHit:
 
 @dataclass(frozen=True, slots=True)
 class Rect:
-    """A highlight rectangle on a displayed page: points, top-left origin."""
+    """A highlight rectangle on a displayed page, top-left origin: points (PDF), or CSS px of the
+    browser layout (HTML, its pages cut every ``schemas.tables.HTML_PAGE_HEIGHT`` px)."""
 
     page: int
     x0: float

@@ -28,7 +28,7 @@ from schemas.records import (
     RunKind,
 )
 
-FORMAT_VERSION = 3  # 2: documents.source_url; 3: hidden_text, chunks.n_hidden, documents.n_hidden_chars
+FORMAT_VERSION = 4  # 2: documents.source_url; 3: hidden_text, chunks.n_hidden, documents.n_hidden_chars; 4: html_boxes
 META_TABLE = b"spanindex.table"
 META_FORMAT = b"spanindex.format_version"
 META_MODEL = b"spanindex.model_id"
@@ -86,6 +86,12 @@ PDF_CHARS = pa.schema(
     ]
 )
 
+# The same shape as pdf_chars: per-character boxes of the browser layout of an HTML page
+# (CSS px, relative to the top of their page of HTML_PAGE_HEIGHT; see ingest.html_layout).
+HTML_BOXES = PDF_CHARS
+HTML_PAGE_WIDTH = 1280  # CSS px: the width the browser lays HTML pages out at
+HTML_PAGE_HEIGHT = 1600  # CSS px: the height of the pages its layout is cut into
+
 PDF_PAGES = pa.schema(
     [
         ("doc_id", pa.string()),
@@ -130,10 +136,11 @@ SCHEMAS: dict[str, pa.Schema] = {
     "pdf_pages": PDF_PAGES,
     "html_map": HTML_MAP,
     "hidden_text": HIDDEN_TEXT,
+    "html_boxes": HTML_BOXES,
 }
 # Tables whose rows belong to one document each, grouped by doc_id: carried over with an
 # unchanged document, checked against its text by fsck.
-DOCUMENT_MAP_TABLES = ("pdf_pages", "pdf_chars", "html_map", "hidden_text")
+DOCUMENT_MAP_TABLES = ("pdf_pages", "pdf_chars", "html_map", "hidden_text", "html_boxes")
 
 # Record type behind each table, and record field -> column where names differ.
 RECORD_TYPES: dict[str, tuple[type, dict[str, str]]] = {
@@ -143,6 +150,7 @@ RECORD_TYPES: dict[str, tuple[type, dict[str, str]]] = {
     "pdf_pages": (PdfPage, {}),
     "html_map": (HtmlRun, {}),
     "hidden_text": (HiddenRun, {}),
+    "html_boxes": (PdfCharRun, {"glyph_boxes": "boxes"}),
 }
 
 
@@ -224,6 +232,11 @@ def html_map_table(doc_id: str, doc_version: str, runs: Sequence[HtmlRun]) -> pa
 
 def hidden_text_table(doc_id: str, doc_version: str, runs: Sequence[HiddenRun]) -> pa.Table:
     return _records_table(runs, HIDDEN_TEXT, doc_id=doc_id, doc_version=doc_version)
+
+
+def html_boxes_table(doc_id: str, doc_version: str, runs: Sequence[PdfCharRun]) -> pa.Table:
+    """Character boxes of an HTML page's layout: runs on one line of one page, as ``pdf_chars``."""
+    return pdf_chars_table(doc_id, doc_version, runs)
 
 
 def pdf_chars_table(doc_id: str, doc_version: str, runs: Sequence[PdfCharRun]) -> pa.Table:

@@ -59,7 +59,12 @@ def test_no_chunk_exceeds_the_model_token_limit(built, tokenizer):
     limit = idx.manifest.chunker.max_tokens
     for doc in _ok_documents(idx):
         chunks = idx.chunks_of(doc.doc_id)
-        encodings = tokenizer.encode_batch([embed_text(c.text) for c in chunks])
+        # what was embedded: the chunk's text less its hidden runs (the HTML parser flags inline-hidden text)
+        hidden, text = idx.hidden_text(doc.doc_id), idx.doc_text(doc.doc_version)
+        encodings = tokenizer.encode_batch([
+            embed_text(hidden.visible(text, c.start, c.end) if hidden.overlapping(c.start, c.end) else c.text)
+            for c in chunks
+        ])
         for chunk, encoding in zip(chunks, encodings):
             assert len(encoding.ids) == chunk.n_tokens <= limit, chunk.chunk_id
 

@@ -43,6 +43,9 @@ def _build(p: argparse.ArgumentParser) -> None:
                    help=f"a document with more characters of text is an error row (default {MAX_DOC_CHARS:,})")
     p.add_argument("--doc-timeout", type=float, default=600, metavar="SECONDS",
                    help="record a file whose parsing takes longer as an error and go on (default 600; 0: no limit)")
+    p.add_argument("--html-layout", action="store_true",
+                   help="lay HTML pages out in headless Chromium (/usr/bin/chromium): a box per character, "
+                        "pages for citations, hidden text found through style sheets")
     p.add_argument("--wait", action="store_true", help="wait for another build on this index instead of refusing")
     p.add_argument("--strict", action="store_true", help="exit 1 when any document failed")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
@@ -72,6 +75,7 @@ def run_build(args) -> int:
         max_chars=args.max_chars,
         doc_timeout_s=args.doc_timeout,
         wait_for_lock=args.wait,
+        html_layout=args.html_layout,
     )
     bar = None
 
@@ -100,6 +104,11 @@ def run_build(args) -> int:
         print(f"  vector index: {report.ann_factory} updated in place ({report.ann_seconds:.2f} s)")
     elif report.ann_factory != "Flat":
         print(f"  vector index: {report.ann_factory} built in {report.ann_seconds:.1f} s ({report.ann_reason})")
+    if report.html_layout:
+        lay = report.layout
+        print(f"  HTML layout ({report.html_layout}): {lay.documents} page(s) laid out in {lay.seconds:.1f} s, "
+              f"{lay.boxed} of {lay.source_chars} characters boxed, {lay.hidden} hidden, {lay.not_laid_out} not laid out, "
+              f"{lay.unmatched} unmatched" + (f"; {lay.failed} failed (indexed without boxes)" if lay.failed else ""))
     if report.skipped:
         print(f"  skipped {len(report.skipped)} file(s) of unknown type: {', '.join(report.skipped[:5])}"
               + (" ..." if len(report.skipped) > 5 else ""))

@@ -169,13 +169,22 @@ def create_app(
         started = time.perf_counter()
         with server.reading():
             doc = server.document(doc_id)
-            if doc is None or doc.media_type is not MediaType.PDF or not 1 <= page <= doc.n_pages:
+            if doc is not None and doc.media_type is MediaType.HTML:  # a page of the browser layout
+                boxes = server.index.html_box_map(doc_id)
+                if boxes is None or not server.views.html_pages or not 1 <= page <= int(boxes.run_pages.max()):
+                    raise HTTPException(404, "no such page")
+                image, cached = server.images.get_html(server.index.paths.decoded_source(doc.source_sha256), page,
+                                                       doc_id=doc_id)
+                renderer = "chromium"
+            elif doc is None or doc.media_type is not MediaType.PDF or not 1 <= page <= doc.n_pages:
                 raise HTTPException(404, "no such page")
-            image, cached = server.images.get(server.index.source_path(doc_id), page, server.zoom, doc_id=doc_id)
+            else:
+                image, cached = server.images.get(server.index.source_path(doc_id), page, server.zoom, doc_id=doc_id)
+                renderer = "pymupdf"
         took = (time.perf_counter() - started) * 1000
         return Response(image.png, media_type="image/png", headers={
             "Cache-Control": "private, max-age=3600",
-            "Server-Timing": f'render;dur={took:.1f};desc="{"cached" if cached else "pymupdf"}"',
+            "Server-Timing": f'render;dur={took:.1f};desc="{"cached" if cached else renderer}"',
         })
 
     @app.get("/documents/{doc_id:path}/file", include_in_schema=False)
