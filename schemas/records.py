@@ -44,6 +44,7 @@ class HiddenReason(StrEnum):
     TRANSPARENT = "transparent"  # opacity or alpha 0
     TINY = "tiny"  # font size below 1 pt (PDF) or 1 CSS px (HTML)
     CLIPPED = "clipped"  # clipped away (a clip path, overflow hidden)
+    COVERED = "covered"  # painted over by an opaque box or image that shows nothing of it (PDF)
     OFF_PAGE = "off_page"  # outside the page or positioned off the screen
     CSS_HIDDEN = "css_hidden"  # display:none or visibility:hidden (through a style sheet or inline)
     ARIA_HIDDEN = "aria_hidden"  # in an aria-hidden subtree with no visible box
