@@ -11,12 +11,13 @@ from __future__ import annotations
 import collections
 import functools
 import re
+import unicodedata
 from dataclasses import dataclass
 
 from rapidfuzz import fuzz
 from rapidfuzz.distance import Indel
 
-from ingest.normalize import NormalizedText, normalize, normalize_with_map
+from ingest.normalize import NormalizedText, is_no_space_script, normalize, normalize_with_map
 from schemas.citations import CitationStatus
 
 DEFAULT_MIN_QUOTE_CHARS = 12
@@ -47,13 +48,13 @@ def match_quote(chunk_text: str, quote: str, min_chars: int = DEFAULT_MIN_QUOTE_
     # Normalising shortens a quote by folding whitespace, dropping invisibles and composing
     # accents (at most halving what remains): a quote with twice the minimum of visible
     # characters skips the work.
-    if len("".join(quote.split())) < 2 * min_chars and len(normalize(quote)) < min_chars:
+    if len("".join(quote.split())) < 2 * min_chars and _weight(normalize(quote)) < min_chars:
         return QuoteMatch(CitationStatus.QUOTE_TOO_SHORT)
     at = chunk_text.find(quote)
     if at >= 0:
         return QuoteMatch(CitationStatus.EXACT, at, at + len(quote), 1.0, _count(chunk_text, quote))
     norm_quote = normalize(quote)
-    if len(norm_quote) < min_chars:
+    if _weight(norm_quote) < min_chars:
         return QuoteMatch(CitationStatus.QUOTE_TOO_SHORT)
     norm_chunk = _normalized(chunk_text)
     at = norm_chunk.text.find(norm_quote)
@@ -61,6 +62,15 @@ def match_quote(chunk_text: str, quote: str, min_chars: int = DEFAULT_MIN_QUOTE_
         start, end = norm_chunk.original_span(at, at + len(norm_quote))
         return QuoteMatch(CitationStatus.NORMALIZED, start, end, 1.0, _count(norm_chunk.text, norm_quote))
     return _fuzzy(norm_chunk, norm_quote)
+
+
+def _weight(norm_quote: str) -> int:
+    """A quote's length for the minimum: a CJK character says as much as two Latin ones.
+
+    >>> _weight("overage fee"), _weight("\u65e5\u672c\u8a9e\u306e\u672c")
+    (11, 10)
+    """
+    return len(norm_quote) + sum(map(is_no_space_script, norm_quote))
 
 
 def _fuzzy(norm_chunk: NormalizedText, norm_quote: str) -> QuoteMatch:
@@ -109,11 +119,17 @@ _TRAILING_PUNCTUATION = frozenset(".,;:!?)\"'")
 
 
 def _widen_to_words(text: str, start: int, end: int) -> tuple[int, int]:
-    while 0 < start < len(text) and text[start - 1].isalnum() and text[start].isalnum():
+    while 0 < start < len(text) and _inside_word(text[start - 1], text[start]):
         start -= 1
-    while 0 < end < len(text) and text[end - 1].isalnum() and text[end].isalnum():
+    while 0 < end < len(text) and _inside_word(text[end - 1], text[end]):
         end += 1
     return start, end
+
+
+def _inside_word(before: str, after: str) -> bool:
+    # Chinese and Japanese have no spaces to find words by: every character is its own
+    # unit there, so alignment works per character instead of widening to a whole sentence.
+    return before.isalnum() and after.isalnum() and not (is_no_space_script(before) or is_no_space_script(after))
 
 
 def numbers_kept(quote: str, span: str) -> bool:
@@ -123,6 +139,8 @@ def numbers_kept(quote: str, span: str) -> bool:
     (True, False)
     >>> numbers_kept("40-40 KB", "30-40 KB")
     False
+    >>> numbers_kept("\uff12\uff10\uff11\uff18\u5e74", "2018\u5e74"), numbers_kept("\uff12\uff10\uff11\uff19", "2018")
+    (True, False)
     """
     quoted = collections.Counter(_plain_number(m.group()) for m in _NUMBER.finditer(quote))
     found = collections.Counter(_plain_number(m.group()) for m in _NUMBER.finditer(span))
@@ -130,7 +148,8 @@ def numbers_kept(quote: str, span: str) -> bool:
 
 
 def _plain_number(number: str) -> str:
-    return number.replace(" ", "")
+    # Digits compare by value, whatever their script (full-width ２ is 2, Arabic-Indic ٢ too).
+    return "".join(str(unicodedata.decimal(c)) if c.isdecimal() else c for c in unicodedata.normalize("NFKC", number) if c != " ")
 
 
 def _count(haystack: str, needle: str) -> int:

@@ -22,19 +22,28 @@ from schemas.errors import CorruptDocumentError
 
 @dataclass(frozen=True, slots=True)
 class DecodedSource:
-    """The decoded text, the Python codec that produced it, and what was recovered."""
+    """The decoded text, the Python codec that produced it, and what was recovered.
+
+    ``original.decode(encoding, errors="replace") == text``: the recorded codec consumes
+    any byte order mark, and invalid bytes are U+FFFD as browsers show them. (One
+    exception, after WHATWG: the five bytes windows-1252 leaves undefined decode as the
+    C1 controls of the same number, where Python's cp1252 would give U+FFFD.)
+    """
 
     text: str
     encoding: str  # Python codec name, e.g. "utf-8", "cp1252", "cp932", "iso8859-2"
     warnings: tuple[str, ...] = ()
 
 
+# (byte order mark, codec of the bytes after it, the codec recorded). The recorded one
+# consumes the mark itself, so that decoding the original bytes with the recorded
+# encoding gives exactly the string the source map indexes (no U+FEFF in front).
 _BOMS = (  # UTF-32 first: its little-endian BOM begins with UTF-16's
-    (codecs.BOM_UTF32_LE, "utf-32-le"),
-    (codecs.BOM_UTF32_BE, "utf-32-be"),
-    (codecs.BOM_UTF8, "utf-8"),
-    (codecs.BOM_UTF16_LE, "utf-16-le"),
-    (codecs.BOM_UTF16_BE, "utf-16-be"),
+    (codecs.BOM_UTF32_LE, "utf-32-le", "utf-32"),
+    (codecs.BOM_UTF32_BE, "utf-32-be", "utf-32"),
+    (codecs.BOM_UTF8, "utf-8", "utf-8-sig"),
+    (codecs.BOM_UTF16_LE, "utf-16-le", "utf-16"),
+    (codecs.BOM_UTF16_BE, "utf-16-be", "utf-16"),
 )
 
 
@@ -105,9 +114,9 @@ def decode_source(source: bytes, doc_id: str, *, html: bool) -> DecodedSource:
     """
     if not source:
         return DecodedSource("", "utf-8")
-    for bom, codec in _BOMS:
+    for bom, codec, recorded in _BOMS:
         if source.startswith(bom):
-            return _decode_after_bom(source[len(bom) :], codec)
+            return _decode_after_bom(source[len(bom) :], codec, recorded)
     head = source[:_BINARY_CHECK_BYTES]
     n_controls = len(head) - len(head.translate(None, _CONTROL_BYTES))
     if n_controls > max(len(head) // 100, 3):  # a stray control byte or three is not binary
@@ -222,20 +231,23 @@ def _is_utf8(source: bytes) -> bool:
 
 
 def _decode_mostly_utf8(source: bytes, said: str) -> DecodedSource | None:
-    """UTF-8 with a few stray windows-1252 bytes, each decoded as windows-1252.
+    """UTF-8 with a few invalid bytes, each shown as U+FFFD, as a browser shows them.
 
-    None when the invalid bytes outnumber the valid multi-byte sequences: then the
-    text is not UTF-8 at all.
+    Decoding the bytes with the recorded encoding and ``errors="replace"`` gives the
+    same string (WHATWG and Python both replace each maximal invalid sequence by one
+    U+FFFD), so the source map indexes what a consumer decodes, and a text fragment
+    matches what the live page shows. None when the invalid bytes outnumber the valid
+    multi-byte sequences: then the text is not UTF-8 at all.
     """
     text = source.decode("utf-8", "surrogateescape")  # invalid byte b -> U+DC00 + b
-    text, n_invalid = _LONE_SURROGATE.subn(lambda m: _CP1252[ord(m.group()) - 0xDC00], text)
+    n_invalid = len(_LONE_SURROGATE.findall(text))
     extra_bytes = len(source) - len(text)  # sum over valid multi-byte characters of bytes - 1
     if n_invalid > extra_bytes:
         return None
     return DecodedSource(
-        text,
+        source.decode("utf-8", "replace"),
         "utf-8",
-        (f"{said}, but {n_invalid} bytes are not valid utf-8; decoded them as cp1252",),
+        (f"{said}, but {n_invalid} bytes are not valid utf-8; shown as U+FFFD, as a browser shows them",),
     )
 
 
@@ -259,19 +271,15 @@ def _decode_legacy(source: bytes, codec: str, what: str) -> DecodedSource:
 
 
 
-def _decode_after_bom(body: bytes, codec: str) -> DecodedSource:
-    name = "utf-8-sig" if codec == "utf-8" else codec
+def _decode_after_bom(body: bytes, codec: str, recorded: str) -> DecodedSource:
     try:
-        return DecodedSource(body.decode(codec), name)
+        return DecodedSource(body.decode(codec), recorded)
     except UnicodeDecodeError:
         pass
-    if codec == "utf-8":
-        mixed = _decode_mostly_utf8(body, "utf-8 byte order mark")
-        if mixed is not None:
-            return DecodedSource(mixed.text, name, mixed.warnings)
     text = body.decode(codec, "replace")
+    count = text.count("\ufffd")
     return DecodedSource(
-        text, name, (f"byte order mark says {codec}, but some bytes are invalid: replaced",)
+        text, recorded, (f"byte order mark says {codec}, but {count} byte sequences are invalid: shown as U+FFFD",)
     )
 
 
@@ -295,3 +303,17 @@ def _utf16_without_bom(source: bytes) -> DecodedSource | None:
     if sum(text.count(chr(c)) for c in _CONTROL_BYTES) * 100 > len(text):
         return None
     return DecodedSource(text, codec, (f"no byte order mark; detected {codec}",))
+
+
+def byte_offset(decoded: str, encoding: str, offset: int) -> int:
+    """The byte offset in the original file of ``decoded[offset]`` (byte order mark included).
+
+    Exact wherever the bytes before it were valid in the encoding (a U+FFFD stands for
+    an invalid sequence of unknown length).
+
+    >>> source = "\ufeff<p>\u00e9t\u00e9</p>".encode("utf-16-le")
+    >>> d = decode_source(source, "a.html", html=True)
+    >>> d.encoding, byte_offset(d.text, d.encoding, 3), source[8:10].decode("utf-16-le")
+    ('utf-16', 8, 'é')
+    """
+    return len(decoded[:offset].encode(encoding, "replace"))

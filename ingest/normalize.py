@@ -4,7 +4,9 @@ The document text is never normalised in place. The string that is embedded
 and the string that quotes are matched against are derived here: NFKC
 (ligatures expanded, compatibility forms folded), curly quotes and dashes
 straightened, soft hyphens and zero-width characters dropped, end-of-line
-hyphenation joined, whitespace runs collapsed to one space, ends stripped.
+hyphenation joined, whitespace runs collapsed to one space, ends stripped, and
+no space at all between two characters of scripts written without spaces
+(Chinese, Japanese): a line break inside such a sentence is not a space.
 
 Every character of the normalised string knows the half-open range of the
 original it came from, so a match found in normalised space lands on exact
@@ -13,13 +15,45 @@ offsets of the unnormalised text.
 
 from __future__ import annotations
 
+import bisect
 import re
 import unicodedata
 from dataclasses import dataclass
 
 import numpy as np
 
-NORMALIZER_VERSION = 1
+NORMALIZER_VERSION = 2  # 2: no space between two CJK characters
+
+# Scripts written without spaces between words: Han, Hiragana, Katakana (half-width too),
+# Bopomofo, and the CJK punctuation, symbols and full-width forms used among them.
+# Hangul is written with spaces and is not here.
+_NO_SPACE_RANGES = (
+    (0x2E80, 0x2FDF),  # CJK and Kangxi radicals
+    (0x2FF0, 0x303F),  # ideographic description, CJK symbols and punctuation
+    (0x3040, 0x312F),  # Hiragana, Katakana, Bopomofo
+    (0x3190, 0x31FF),  # Kanbun, Bopomofo extended, CJK strokes, Katakana extensions
+    (0x3200, 0x33FF),  # enclosed CJK letters, CJK compatibility
+    (0x3400, 0x4DBF),  # CJK extension A
+    (0x4E00, 0x9FFF),  # CJK unified ideographs
+    (0xF900, 0xFAFF),  # CJK compatibility ideographs
+    (0xFE30, 0xFE4F),  # CJK compatibility forms
+    (0xFF00, 0xFF9F),  # full-width forms, half-width Katakana
+    (0xFFE0, 0xFFEF),  # full-width signs
+    (0x1F200, 0x1F2FF),  # enclosed ideographic supplement (NFKC folds it to CJK)
+    (0x20000, 0x3134F),  # CJK extensions B-G, compatibility supplement
+)
+_NO_SPACE_CLASS = "[" + "".join(f"\\U{a:08x}-\\U{b:08x}" for a, b in _NO_SPACE_RANGES) + "]"
+_NO_SPACE_BOUNDS = [bound for a, b in _NO_SPACE_RANGES for bound in (a, b + 1)]
+
+
+def is_no_space_script(char: str) -> bool:
+    """A character of a script written without spaces between words (CJK).
+
+    >>> is_no_space_script("\u65e5"), is_no_space_script("\u3002"), is_no_space_script("\ud55c"), is_no_space_script("a")
+    (True, True, False, False)
+    """
+    return bisect.bisect_right(_NO_SPACE_BOUNDS, ord(char)) % 2 == 1
+
 
 _QUOTES_AND_DASHES = str.maketrans(
     {
@@ -41,7 +75,11 @@ _MARK_OR_INVISIBLE = f"(?:{_MARKS}|{_INVISIBLE_CLASS})"
 # A non-ASCII character, or a printable ASCII one followed by combining marks, with its
 # marks and any invisible characters among them (dropped before NFKC, so that marks they
 # separated are put in canonical order and normalising twice changes nothing).
-_CLUSTER = r"(?:[^\x00-\x7f]|[!-~](?=" + _MARK_OR_INVISIBLE + "))" + _MARK_OR_INVISIBLE + "*"
+# A soft hyphen that ends a line is a hyphen break, not a part of the cluster before it.
+_CLUSTER = (
+    r"(?:[^\x00-\x7f]|[!-~](?=" + _MARK_OR_INVISIBLE + "))"
+    + "(?:(?!" + _HYPHEN_BREAK + ")" + _MARK_OR_INVISIBLE + ")*"
+)
 
 # One pass splits the text into the pieces above and whitespace runs (collapsed to one
 # space); everything between matches is plain ASCII and is copied as is.
@@ -50,6 +88,14 @@ _CLUSTER = r"(?:[^\x00-\x7f]|[!-~](?=" + _MARK_OR_INVISIBLE + "))" + _MARK_OR_IN
 _SPACE_RUN = r"[\s\x00-\x08\x0e-\x1b\x7f]+"
 CONTROL_TO_SPACE = {c: " " for c in [*range(0x00, 0x09), *range(0x0B, 0x20), 0x7F]}
 _PIECES = re.compile(f"({_HYPHEN_BREAK})|({_SPACE_RUN})|({_CLUSTER})")
+# Whitespace between two CJK characters (the one before may carry marks or invisible
+# characters, the one after may follow invisible ones): dropped, not folded to a space.
+# Decided on the original characters, so that full-width punctuation, which NFKC folds
+# to ASCII, still counts as CJK.
+_BETWEEN_NO_SPACE_SCRIPT = re.compile(
+    f"({_NO_SPACE_CLASS}{_MARK_OR_INVISIBLE}*){_SPACE_RUN}(?={_INVISIBLE_CLASS}*{_NO_SPACE_CLASS})"
+)
+_MARK_OR_INVISIBLE_RE = re.compile(_MARK_OR_INVISIBLE)
 _HYPHEN_BREAK_RE = re.compile(_HYPHEN_BREAK)
 _CLUSTER_RE = re.compile(_CLUSTER)
 
@@ -108,7 +154,8 @@ def normalize_with_map(original: str) -> NormalizedText:
         if m.group(1) is not None:
             pass  # joined hyphenation: contributes nothing
         elif m.group(2) is not None:
-            emit(" ", a, b)
+            if not _between_no_space_script(original, a, b):
+                emit(" ", a, b)
         else:
             folded = _fold(m.group(3))
             # NFKC may turn a character into spaces (NBSP, en space): keep them as one.
@@ -123,6 +170,22 @@ def normalize_with_map(original: str) -> NormalizedText:
     starts_arr = np.concatenate(starts)
     ends_arr = np.concatenate(ends)
     return _collapse_spaces(text, starts_arr, ends_arr)
+
+
+def _between_no_space_script(original: str, a: int, b: int) -> bool:
+    """Whether the whitespace ``original[a:b]`` stands between two CJK characters."""
+    before = a - 1
+    while before >= 0 and _MARK_OR_INVISIBLE_RE.match(original, before):
+        before -= 1
+    after = b
+    while after < len(original) and original[after] in _INVISIBLE:
+        after += 1
+    return (
+        before >= 0
+        and after < len(original)
+        and is_no_space_script(original[before])
+        and is_no_space_script(original[after])
+    )
 
 
 def _collapse_spaces(text: str, starts: np.ndarray, ends: np.ndarray) -> NormalizedText:
@@ -154,7 +217,8 @@ def normalize(original: str) -> str:
     >>> normalize("  \ufb02ow\u2014and\u00a0more ")
     'flow-and more'
     """
-    text = _HYPHEN_BREAK_RE.sub("", original)
-    if not text.isascii():
-        text = _CLUSTER_RE.sub(lambda m: _fold(m.group()), text)
+    if original.isascii():
+        return " ".join(_HYPHEN_BREAK_RE.sub("", original).translate(CONTROL_TO_SPACE).split())
+    text = _HYPHEN_BREAK_RE.sub("", _BETWEEN_NO_SPACE_SCRIPT.sub(r"\1", original))
+    text = _CLUSTER_RE.sub(lambda m: _fold(m.group()), text)
     return " ".join(text.translate(CONTROL_TO_SPACE).split())

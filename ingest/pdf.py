@@ -289,15 +289,22 @@ def _extract_page(page: pymupdf.Page) -> _PageText:
     chars: list[dict] = []
     line_ends: list[int] = []
     line_blocks: list[int] = []
+    column = _Column()
     for block_number, block in enumerate(raw["blocks"]):
         if block["type"] != 0:
             continue
         for line in block["lines"]:
+            n_before = len(chars)
             for span in line["spans"]:
                 chars.extend(span["chars"])
-            if not line_ends or len(chars) > line_ends[-1]:
+            if len(chars) == n_before:
+                continue
+            joins, same_block = column.follow(line, block_number)
+            if joins:
+                line_ends[-1] = len(chars)
+            else:
                 line_ends.append(len(chars))
-                line_blocks.append(block_number)
+                line_blocks.append(line_blocks[-1] if same_block else block_number)
     if not chars:
         return _PageText("", [], False, 0, 0)
 
@@ -371,6 +378,42 @@ def _extract_page(page: pymupdf.Page) -> _PageText:
             has_text = True
     n_unmapped = text.count(_REPLACEMENT) - n_replaced
     return _PageText(text, runs, has_text, n_replaced, n_unmapped)
+
+
+class _Column:
+    """Joins the glyphs of vertical (wmode 1) text into columns, read as lines.
+
+    MuPDF reports each glyph of a vertical line as a line of its own, and often each
+    column as a block of its own. A glyph directly below the previous one in the same
+    column continues its line (top to bottom); the column right next to the previous
+    one, on its left, is the next line of the same block (columns right to left), so a
+    sentence that wraps from one column to the next is split by a line break, not a
+    paragraph break. A column after a wider gap keeps MuPDF's block.
+    """
+
+    __slots__ = ("bbox",)
+
+    def __init__(self) -> None:
+        self.bbox: tuple[float, float, float, float] | None = None  # the vertical line so far
+
+    def follow(self, line: dict, block_number: int) -> tuple[bool, bool]:
+        """(the line continues the previous one, it is the next column of its block)."""
+        previous, self.bbox = self.bbox, None
+        if line["wmode"] != 1:
+            return False, False
+        x0, y0, x1, y1 = line["bbox"]
+        self.bbox = (x0, y0, x1, y1)
+        if previous is None:
+            return False, False
+        px0, py0, px1, py1 = previous
+        height = max(y1 - y0, 1e-3)
+        overlap = min(x1, px1) - max(x0, px0)
+        if overlap >= 0.5 * min(x1 - x0, px1 - px0) and py0 - 0.25 * height <= y0 <= py1 + height:
+            self.bbox = (min(x0, px0), py0, max(x1, px1), max(y1, py1))
+            return True, True
+        width = max(x1 - x0, px1 - px0, 1e-3)
+        next_column = x1 <= px0 + 0.25 * width and px0 - x1 <= width and min(y1, py1) > max(y0, py0)
+        return False, next_column
 
 
 def _to_displayed(boxes: np.ndarray, matrix: pymupdf.Matrix) -> np.ndarray:

@@ -8,6 +8,7 @@ HTML. What the text should say is cross-checked against an independent parser
 
 from __future__ import annotations
 
+import codecs
 import html
 import re
 import time
@@ -351,10 +352,11 @@ def test_declared_legacy_charset_that_is_really_utf8_decodes_as_utf8_with_a_warn
     assert doc.warnings == ("declared charset gb2312 does not match; decoded as utf-8",)
 
 
-def test_utf8_with_stray_latin1_bytes_decodes_each_as_cp1252_with_a_warning():
+def test_utf8_with_a_stray_latin1_byte_shows_it_as_a_browser_does_with_a_warning():
     source = '<meta charset="utf-8"><p>naïve €</p><p>f'.encode() + b"\xfcr"
     doc = parse_html(source, "mixed.html")
-    assert doc.text == "naïve €\n\nfür" and doc.encoding == "utf-8"
+    assert doc.text == "naïve €\n\nf\ufffdr" and doc.encoding == "utf-8"
+    assert doc.decoded_source == source.decode("utf-8", "replace")
     assert len(doc.warnings) == 1 and "1 bytes" in doc.warnings[0]
 
 
@@ -388,10 +390,46 @@ def test_shared_corpus_charset_cases_decode_cleanly(name, encoding, warned):
 
 def test_byte_order_mark_wins_and_is_not_part_of_the_source():
     doc = parse_html(b"\xff\xfe" + '<meta charset="latin1"><p>héllo</p>'.encode("utf-16-le"), "b")
-    assert (doc.text, doc.encoding) == ("héllo", "utf-16-le")
+    assert (doc.text, doc.encoding) == ("héllo", "utf-16")
     doc = parse_html(b"\xef\xbb\xbf<p>h\xc3\xa9llo</p>", "bom8.html")
     assert (doc.text, doc.encoding) == ("héllo", "utf-8-sig")
     assert doc.decoded_source == "<p>héllo</p>"
+
+
+_PAGE = '<html><head><title>Stahl</title></head><body><p>SteelJIS: S45C &amp; SUS304 \u2014 \u92fc\u6750\U0001f529</p>\r\n<p>caf\u00e9</p></body></html>'
+
+
+@pytest.mark.parametrize(
+    ("raw", "body_codec"),
+    [
+        (codecs.BOM_UTF16_LE + _PAGE.encode("utf-16-le"), "utf-16-le"),
+        (codecs.BOM_UTF16_BE + _PAGE.encode("utf-16-be"), "utf-16-be"),
+        (_PAGE.encode("utf-16-le"), "utf-16-le"),
+        (_PAGE.encode("utf-16-be"), "utf-16-be"),
+        (codecs.BOM_UTF8 + _PAGE.encode("utf-8"), "utf-8"),
+        (codecs.BOM_UTF32_LE + _PAGE.encode("utf-32-le"), "utf-32-le"),
+        (b"<meta charset=utf-8>" + _PAGE.encode("utf-8").replace(b"caf\xc3\xa9", b"caf\xe9"), "utf-8"),
+    ],
+    ids=["utf-16-le-bom", "utf-16-be-bom", "utf-16-le", "utf-16-be", "utf-8-bom", "utf-32-le-bom", "utf-8-one-bad-byte"],
+)
+def test_source_ranges_read_back_from_the_original_bytes_decoded_with_the_recorded_encoding(raw, body_codec):
+    from ingest.encoding import byte_offset
+
+    doc = parse_html(raw, "page.html")
+    decoded = raw.decode(doc.encoding, "replace")  # what any consumer of the record gets
+    assert decoded == doc.decoded_source
+    assert "SteelJIS: S45C & SUS304" in doc.text
+    for run in doc.html_runs:
+        source = decoded[run.src_start : run.src_end]
+        text = doc.text[run.start : run.end]
+        if run.kind is RunKind.TEXT:
+            assert source == text
+            if "\ufffd" in decoded[: run.src_end]:
+                continue  # a replaced byte sequence has no known length: byte offsets stop being exact
+            first, last = byte_offset(decoded, doc.encoding, run.src_start), byte_offset(decoded, doc.encoding, run.src_end)
+            assert raw[first:last].decode(body_codec) == text
+        elif run.kind is RunKind.ENTITY:
+            assert html.unescape(source) == text
 
 
 def test_binary_junk_named_html_is_a_corrupt_document():

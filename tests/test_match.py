@@ -65,3 +65,41 @@ def test_a_verified_match_always_lies_inside_the_chunk(text, quote):
     m = match_quote(text, quote)
     if m.status.verified:
         assert 0 <= m.char_start < m.char_end <= len(text)
+
+
+# Japanese, as it is typeset: a sentence wraps at a line break that is not a space.
+JAPANESE = (
+    "第二十五条の二　前条第一項の規定により届出をした者は、\n"
+    "二〇一八年四月一日までに、その届出に係る事項を記載した書面を\n"
+    "主務大臣に提出しなければならない。\n"
+)
+
+
+def test_a_cjk_sentence_quoted_without_its_line_break_is_normalized_onto_the_whole_sentence():
+    quote = "届出をした者は、二〇一八年四月一日までに、その届出に係る事項を記載した書面を主務大臣に提出しなければならない。"
+    m = match_quote(JAPANESE, quote)
+    assert m.status is CitationStatus.NORMALIZED
+    assert JAPANESE[m.char_start : m.char_end].replace("\n", "") == quote
+
+
+def test_a_cjk_quote_missing_one_character_is_fuzzy_per_character_and_a_changed_digit_is_not():
+    sentence = "その届出に係る事項を記載した書面を主務大臣に提出しなければならない。"  # 34 characters
+    dropped = sentence.replace("記載した", "記載た")
+    m = match_quote(JAPANESE, "二〇一八年四月一日までに、" + dropped)
+    assert m.status is CitationStatus.FUZZY, m
+    assert JAPANESE[m.char_start : m.char_end].replace("\n", "") == "二〇一八年四月一日までに、" + sentence
+    changed = match_quote(JAPANESE.replace("二〇一八", "２０１８"), "２０１９年四月一日までに、" + sentence)
+    assert changed.status is CitationStatus.QUOTE_NOT_FOUND
+
+
+def test_full_width_digits_are_the_same_numbers_as_ascii_ones():
+    text = "売上は２０１８年に１，２００万円でした。"
+    assert match_quote(text, "売上は2018年に1,200万円でした。").status is CitationStatus.NORMALIZED
+    assert numbers_kept("２０１８年", "2018年") and not numbers_kept("２０１８年", "2019年")
+    assert match_quote(text, "売上は2018年に1,300万円でした。").status is CitationStatus.QUOTE_NOT_FOUND
+
+
+def test_hangul_keeps_its_spaces():
+    text = "코로나19 대응\n정책 보고서는 네 쪽이다."
+    assert match_quote(text, "코로나19 대응 정책 보고서는 네 쪽이다.").status is CitationStatus.NORMALIZED
+    assert match_quote(text, "코로나19 대응정책 보고서는 네 쪽이다.").status is not CitationStatus.NORMALIZED

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import unicodedata
 
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from ingest.normalize import normalize, normalize_with_map
@@ -16,6 +16,7 @@ from conftest import examples
 _SPECIAL = list(
     "\u0301\u0308\u0327\r\n\t \u00a0\u200b\u200d\ufeff\u00ad\ufb01\ufb02\u2019\u201c\u201d"
     "\x00\x07\x7f\x0c\u2014-\u05d0\u05d1\u0627\u0644\u202e\u00bd\u2460\uff21\u3000\u1100\u1161\u11a8\U0001f600"
+    "\u65e5\u672c\u3002\u3001\uff08\uff09\uff12\uff71\u30a2\u3042\ud55c\U0001f21a\U00020000"
 )
 texts = st.lists(
     st.one_of(st.sampled_from(_SPECIAL), st.characters(codec="utf-8"), st.sampled_from(["a", "b", "-\n", " "])),
@@ -38,6 +39,7 @@ def test_every_normalised_character_maps_inside_the_original_in_order(original):
 
 @settings(max_examples=examples(400), deadline=None)
 @given(texts)
+@example("\ufb01\xad\rA")  # found by hypothesis: the cluster swallowed a soft hyphen at a line end
 def test_fast_normalise_equals_the_mapped_one(original):
     assert normalize(original) == normalize_with_map(original).text
 
@@ -83,3 +85,15 @@ def test_quotes_dashes_spaces_and_invisibles_are_folded():
 
 def test_decomposed_and_precomposed_accents_meet():
     assert normalize("e\u0301te\u0301") == normalize("\u00e9t\u00e9") == "\u00e9t\u00e9"
+
+
+def test_a_line_break_inside_a_cjk_sentence_is_not_a_space():
+    original = "\u7b2c\u4e8c\u5341\u4e94\n\u6761\u306e\u4e8c\u3000\uff08\u5c4a\u51fa\uff09\r\n\u306f Tokyo\n\u5927\u5b66"
+    n = normalize_with_map(original)
+    # Full-width parentheses fold to ASCII and still count as CJK; Latin keeps its space.
+    assert n.text == "\u7b2c\u4e8c\u5341\u4e94\u6761\u306e\u4e8c(\u5c4a\u51fa)\u306f Tokyo \u5927\u5b66"
+    assert n.original_span(3, 5) == (3, 6)  # "\u4e94\u6761" <- "\u4e94\n\u6761": the break inside the span
+
+
+def test_hangul_keeps_its_spaces():
+    assert normalize("\ucf54\ub85c\ub098 \ub300\uc751\n\uc815\ucc45") == "\ucf54\ub85c\ub098 \ub300\uc751 \uc815\ucc45"
