@@ -24,9 +24,9 @@ about the span and, where that cannot settle it, from the rendered page:
    uniform colour is the word's own colour, ``covered`` when it is something
    painted over the word (an opaque box or image).
 
-The page is rendered at most once, only when some word needs it, at a zoom
-that gives the smallest such word at least ``MIN_GLYPH_PIXELS`` pixels of
-height. Glyphs entirely outside the crop box or the clip path are not judged
+The page is rendered at most once, only when some word needs it, and only
+over those words, at a zoom that gives most of them at least
+``MIN_GLYPH_PIXELS`` pixels of height. Glyphs entirely outside the crop box or the clip path are not judged
 here: the parser leaves them out of the text (MuPDF's ``TEXT_CLIP`` and the
 crop box test) and counts them in its warnings.
 
@@ -65,11 +65,14 @@ _CODE = {reason: code for code, reason in enumerate(REASONS) if reason is not No
 MIN_FONT_SIZE = 1.0  # points
 UNIFORM_RANGE = 24  # of 255: a box whose pixels all lie this close shows nothing
 STANDS_OUT = 64  # of 255: a colour this far from white is seen on a white page
-MIN_GLYPH_PIXELS = 8
+MIN_GLYPH_PIXELS = 4  # a glyph this tall still darkens pixels well beyond UNIFORM_RANGE
 MAX_ZOOM = 4.0
-BOX_INSET = 0.1  # of the box height, top and bottom: line boxes overlap the lines around them
+SEEN_THROUGH_MARGIN = 0.25  # of the box height, top and bottom, for text seen through an image
+BOX_INSET = 0.1  # of a painted word's box height, top and bottom: line boxes overlap the lines around them
 
 _MUPDF_ERRORS = (RuntimeError, ValueError, pymupdf.mupdf.FzErrorBase)
+_UNBOUNDED = 1e6  # points: MuPDF's "infinite" rect is about 2**31
+_PAINTLESS_ANNOTATIONS = frozenset({pymupdf.PDF_ANNOT_LINK, pymupdf.PDF_ANNOT_POPUP})  # a hyperlink paints nothing
 _TEXT_KINDS = frozenset({"fill-text", "stroke-text", "ignore-text", "clip-text", "clip-stroke-text"})
 
 
@@ -129,12 +132,15 @@ def hidden_codes(
     starts, ends = _words(space, styles.span)
     if len(starts) == 0:
         return codes
+    # The union of each word's boxes: reduce over [start, end) pairs (a padding row lets end == n).
+    padded = np.vstack([boxes, np.zeros((1, 4))])
+    bounds = np.column_stack([starts, ends]).ravel()
     word_boxes = np.stack(
         [
-            np.minimum.reduceat(boxes[:, 0], starts),
-            np.minimum.reduceat(boxes[:, 1], starts),
-            np.maximum.reduceat(boxes[:, 2], starts),
-            np.maximum.reduceat(boxes[:, 3], starts),
+            np.minimum.reduceat(padded[:, 0], bounds)[::2],
+            np.minimum.reduceat(padded[:, 1], bounds)[::2],
+            np.maximum.reduceat(padded[:, 2], bounds)[::2],
+            np.maximum.reduceat(padded[:, 3], bounds)[::2],
         ],
         axis=1,
     )
@@ -150,16 +156,16 @@ def hidden_codes(
     candidates = ~unpainted & ~tiny & stands_out
     log = _PaintLog(page)
     if candidates.any():
-        paint = log.boxes[~log.is_text]
+        paint = log.boxes[log.fills]
         if len(paint):
             needs_raster |= candidates & _touches_any(word_boxes, paint)
 
     word_codes = np.zeros(len(starts), dtype=np.uint8)
     word_codes[tiny] = _CODE[HiddenReason.TINY]
     if needs_raster.any():
-        raster, zoom = _render(page, size[needs_raster])
+        raster = _Raster(page, word_boxes[needs_raster], size[needs_raster])
         for w in np.flatnonzero(needs_raster).tolist():
-            code = _raster_verdict(raster, zoom, word_boxes[w], bool(unpainted[w]), bool(paints[w]), on_white[w])
+            code = _raster_verdict(raster, word_boxes[w], bool(unpainted[w]), bool(paints[w]), on_white[w])
             if code == _CODE[HiddenReason.COVERED] and not log.covers(word_boxes[w]):
                 code = 0  # the box shows nothing, yet nothing is painted over it: the glyph's ink lies elsewhere
             word_codes[w] = code
@@ -192,12 +198,22 @@ class _PaintLog:
         self._page = page
         self._boxes: np.ndarray | None = None
         self._is_text: np.ndarray | None = None
+        self._fills: np.ndarray | None = None
 
     def _read(self) -> None:
         entries = self._page.get_bboxlog()
         boxes = [bbox for _kind, bbox in entries] + _annotation_rects(self._page)
         is_text = [kind in _TEXT_KINDS for kind, _bbox in entries]
         is_text += [False] * (len(boxes) - len(entries))
+        # What can hide a word: filled areas (paths, images, shadings) and annotations. A stroke
+        # (a rule, a frame around a box) only hides what its line runs over.
+        # A shading MuPDF logs with an infinite box (its clip is not logged) says nothing of where it is.
+        fills = [
+            kind not in _TEXT_KINDS and not kind.startswith("stroke") and max(map(abs, bbox)) < _UNBOUNDED
+            for kind, bbox in entries
+        ]
+        fills += [True] * (len(boxes) - len(entries))
+        self._fills = np.asarray(fills, dtype=bool)
         # The bbox log and annotation rects are in unrotated page space, like MuPDF's text.
         self._boxes = _to_displayed(np.asarray(boxes, dtype=np.float64).reshape(-1, 4), self._page.rotation_matrix)
         self._is_text = np.asarray(is_text, dtype=bool)
@@ -207,6 +223,12 @@ class _PaintLog:
         if self._boxes is None:
             self._read()
         return self._boxes
+
+    @property
+    def fills(self) -> np.ndarray:
+        if self._boxes is None:
+            self._read()
+        return self._fills
 
     @property
     def is_text(self) -> np.ndarray:
@@ -227,7 +249,9 @@ def _annotation_rects(page: pymupdf.Page) -> list[tuple[float, float, float, flo
     """Rects of the page's annotations and form fields, read from their /Rect (unrotated page space)."""
     rects = []
     doc, matrix = page.parent, page.transformation_matrix
-    for xref, _kind, _name in page.annot_xrefs():
+    for xref, annotation_type, _name in page.annot_xrefs():
+        if annotation_type in _PAINTLESS_ANNOTATIONS:
+            continue
         kind, value = doc.xref_get_key(xref, "Rect")
         numbers = value.strip("[] ").split() if kind == "array" else []
         try:
@@ -240,45 +264,76 @@ def _annotation_rects(page: pymupdf.Page) -> list[tuple[float, float, float, flo
 
 
 def _touches_any(words: np.ndarray, paint: np.ndarray) -> np.ndarray:
+    """Words whose centre lies in a painted box at least half as tall as the word.
+
+    Rules, underlines and table borders touch words but cannot hide them; a box
+    that can is under or over the middle of the word and about as tall.
+    """
     hits = np.zeros(len(words), dtype=bool)
+    cx = (words[:, 0] + words[:, 2]) / 2
+    cy = (words[:, 1] + words[:, 3]) / 2
+    half_height = (words[:, 3] - words[:, 1]) / 2
     for chunk in range(0, len(paint), 256):  # bounded memory on pages with thousands of paths
         p = paint[chunk : chunk + 256]
-        overlap = (
-            (words[:, None, 0] < p[None, :, 2]) & (p[None, :, 0] < words[:, None, 2])
-            & (words[:, None, 1] < p[None, :, 3]) & (p[None, :, 1] < words[:, None, 3])
+        tall = (p[None, :, 3] - p[None, :, 1]) >= half_height[:, None]
+        inside = (
+            (p[None, :, 0] <= cx[:, None]) & (cx[:, None] <= p[None, :, 2])
+            & (p[None, :, 1] <= cy[:, None]) & (cy[:, None] <= p[None, :, 3])
         )
-        hits |= overlap.any(axis=1)
+        hits |= (inside & tall).any(axis=1)
     return hits
 
 
-def _render(page: pymupdf.Page, sizes: np.ndarray) -> tuple[np.ndarray, float]:
-    smallest = float(sizes.min()) if len(sizes) else MIN_GLYPH_PIXELS
-    zoom = min(MAX_ZOOM, max(1.0, MIN_GLYPH_PIXELS / max(smallest, MIN_FONT_SIZE)))
-    pixmap = page.get_pixmap(matrix=pymupdf.Matrix(zoom, zoom), colorspace=pymupdf.csRGB, alpha=False)
-    raster = np.frombuffer(pixmap.samples, dtype=np.uint8).reshape(pixmap.height, pixmap.width, pixmap.n)
-    return raster, zoom
+class _Raster:
+    """The page as displayed, rendered over the boxes that need a look, at a zoom fit for the smallest word."""
+
+    def __init__(self, page: pymupdf.Page, boxes: np.ndarray, sizes: np.ndarray) -> None:
+        smallest = max(float(np.percentile(sizes, 10)), MIN_FONT_SIZE)  # a few subscripts do not set the zoom
+        self.zoom = min(MAX_ZOOM, max(1.0, MIN_GLYPH_PIXELS / smallest))
+        clip = pymupdf.Rect(boxes[:, 0].min() - 1, boxes[:, 1].min() - 1, boxes[:, 2].max() + 1, boxes[:, 3].max() + 1)
+        clip &= page.rect  # clip is in displayed page space, like the boxes
+        pixmap = page.get_pixmap(
+            matrix=pymupdf.Matrix(self.zoom, self.zoom), colorspace=pymupdf.csRGB, alpha=False, clip=clip
+        )
+        self.pixels = np.frombuffer(pixmap.samples, dtype=np.uint8).reshape(pixmap.height, pixmap.width, pixmap.n)
+        self.x, self.y = pixmap.x, pixmap.y  # the pixel at the raster's top left, in whole-page pixels
+
+    def uniform_colour(self, x0: float, y0: float, x1: float, y1: float) -> np.ndarray | None:
+        """The colour of the box if it is uniform (nothing shows in it), else None."""
+        height, width = self.pixels.shape[:2]
+        z = self.zoom
+        left, right = max(int(np.floor(x0 * z)) - self.x, 0), min(int(np.ceil(x1 * z)) - self.x, width)
+        top, bottom = max(int(np.floor(y0 * z)) - self.y, 0), min(int(np.ceil(y1 * z)) - self.y, height)
+        if right <= left or bottom <= top:
+            return None  # off the raster: no verdict
+        pixels = self.pixels[top:bottom, left:right].reshape(-1, self.pixels.shape[2])
+        low, high = pixels.min(axis=0), pixels.max(axis=0)
+        if int((high.astype(np.int16) - low).max()) >= UNIFORM_RANGE:
+            return None
+        return (low.astype(np.float64) + high) / 2
 
 
-def _raster_verdict(
-    raster: np.ndarray, zoom: float, box: np.ndarray, unpainted: bool, paints: bool, color: np.ndarray
-) -> int:
+def _raster_verdict(raster: _Raster, box: np.ndarray, unpainted: bool, paints: bool, color: np.ndarray) -> int:
     x0, y0, x1, y1 = (float(v) for v in box)
-    inset = (y1 - y0) * BOX_INSET
-    height, width = raster.shape[:2]
-    left, right = max(int(np.floor(x0 * zoom)), 0), min(int(np.ceil(x1 * zoom)), width)
-    top, bottom = max(int(np.floor((y0 + inset) * zoom)), 0), min(int(np.ceil((y1 - inset) * zoom)), height)
-    if (x1 - x0) * zoom < 1 or (y1 - y0) * zoom < 1 or right <= left or bottom <= top:
+    if (x1 - x0) * raster.zoom < 1 or (y1 - y0) * raster.zoom < 1:
         return 0  # no area to judge by (a zero-advance glyph such as a combining overlay)
-    pixels = raster[top:bottom, left:right].reshape(-1, raster.shape[2])
-    low, high = pixels.min(axis=0), pixels.max(axis=0)
-    if int((high.astype(np.int16) - low).max()) >= UNIFORM_RANGE:
-        return 0  # something shows in the box
+    # A painted word shows its own ink wherever it is seen: the inset keeps the ink of the lines
+    # above and below out. A word seen through what lies under or over it (it paints nothing,
+    # or something covers it) is an OCR layer's guess at where the image shows it, often a
+    # little off (an underscore above a scanned rule): a margin then, not an inset.
+    margin = (y1 - y0) * SEEN_THROUGH_MARGIN
     if unpainted:
-        reason = HiddenReason.INVISIBLE_RENDER_MODE if not paints else HiddenReason.TRANSPARENT
-        return _CODE[reason]
-    shown = (low.astype(np.float64) + high) / 2
+        if raster.uniform_colour(x0, y0 - margin, x1, y1 + margin) is None:
+            return 0
+        return _CODE[HiddenReason.INVISIBLE_RENDER_MODE if not paints else HiddenReason.TRANSPARENT]
+    inset = (y1 - y0) * BOX_INSET
+    shown = raster.uniform_colour(x0, y0 + inset, x1, y1 - inset)
+    if shown is None:
+        return 0
     if float(np.abs(shown - color).max()) < STANDS_OUT:
         return _CODE[HiddenReason.BACKGROUND_COLOR]
+    if raster.uniform_colour(x0, y0 - margin, x1, y1 + margin) is None:
+        return 0
     return _CODE[HiddenReason.COVERED]
 
 

@@ -36,6 +36,14 @@ class RunKind(StrEnum):
     SYNTHETIC = "synthetic"  # a separator the parser inserted: empty source range
 
 
+class OcrMode(StrEnum):
+    """Which pages of a PDF are read by OCR."""
+
+    OFF = "off"
+    AUTO = "auto"  # pages with no usable text layer (none, or one that is not text)
+    FORCE = "force"  # every page, its text layer set aside
+
+
 class HiddenReason(StrEnum):
     """Why a reader cannot see a run of document text (it stays in the text, out of embeddings)."""
 
@@ -77,6 +85,7 @@ class PdfPage:
     rotation: int
     label: str  # printed page label, "" where the PDF defines none
     has_text: bool
+    ocr: bool = False  # its text was read by OCR from the rendered page
 
 
 @dataclass(frozen=True, slots=True, eq=False)
@@ -84,13 +93,16 @@ class PdfCharRun:
     """Real characters [start, end) on one line of one page, each with its glyph box.
 
     ``glyph_boxes`` has shape (end - start, 4): x0, y0, x1, y1 in points, top-left
-    origin of the displayed page (rotation applied).
+    origin of the displayed page (rotation applied). A run read by OCR has
+    ``ocr_confidence``: for each character, the confidence (0-100) Tesseract gave
+    its word; ``None`` for characters of a text layer.
     """
 
     page: int
     start: int
     end: int
     glyph_boxes: np.ndarray
+    ocr_confidence: np.ndarray | None = None  # uint8 (end - start,)
 
 
 @dataclass(frozen=True, slots=True)
