@@ -128,3 +128,63 @@ def iou(a: tuple[float, ...], b: tuple[float, ...]) -> float:
     inter = w * h
     union = (a[2] - a[0]) * (a[3] - a[1]) + (b[2] - b[0]) * (b[3] - b[1]) - inter
     return inter / union if union > 0 else 0.0
+
+
+def char_boxes(parsed) -> np.ndarray:
+    """(len(text), 4) boxes of every character of a parsed PDF; NaN rows for separators."""
+    boxes = np.full((len(parsed.text), 4), np.nan)
+    for run in parsed.char_runs:
+        boxes[run.start : run.end] = run.glyph_boxes
+    return boxes
+
+
+def page_words(parsed, boxes: np.ndarray, page_index: int) -> list[Word]:
+    page = parsed.pages[page_index]
+    return words_of(parsed.text[page.start : page.end], boxes[page.start : page.end])
+
+
+_SENTENCE = re.compile(r"(?<=[.!?])\s+(?=[A-Z])")
+
+
+def sentences_of(text: str, start: int, end: int, min_chars: int = 40, max_chars: int = 300) -> list[tuple[int, int]]:
+    """[start, end) of the sentences of ``text[start:end]`` a reader would quote (prose, not table rows)."""
+    spans = []
+    cursor = start
+    for piece in [*_SENTENCE.finditer(text, start, end), None]:
+        stop = piece.start() if piece else end
+        s, e = cursor, stop
+        while s < e and text[s].isspace():
+            s += 1
+        while e > s and text[e - 1].isspace():
+            e -= 1
+        sentence = text[s:e]
+        words = sentence.split()
+        if (min_chars <= len(sentence) <= max_chars and len(words) >= 6 and "\n\n" not in sentence
+                and sum(w.isalpha() for w in words) >= 0.7 * len(words)):
+            spans.append((s, e))
+        cursor = piece.end() if piece else end
+    return spans
+
+
+def line_rects(boxes: np.ndarray, start: int, end: int) -> list[tuple[float, float, float, float]]:
+    """The boxes of [start, end) merged into one rect per line (a new line where a box starts left of the last)."""
+    rows = [b for b in boxes[start:end] if not np.isnan(b[0])]
+    lines: list[list[float]] = []
+    for x0, y0, x1, y1 in rows:
+        if lines and x0 >= lines[-1][0] - 1 and y0 < lines[-1][3] and y1 > lines[-1][1]:
+            line = lines[-1]
+            line[0], line[1], line[2], line[3] = min(line[0], x0), min(line[1], y0), max(line[2], x1), max(line[3], y1)
+        else:
+            lines.append([x0, y0, x1, y1])
+    return [tuple(line) for line in lines]
+
+
+def lands_on_lines(ocr_lines: list[tuple[float, ...]], original_lines: list[tuple[float, ...]]) -> bool:
+    """Every OCR line rect sits on one of the original lines: its vertical centre inside, and they overlap across."""
+    if not ocr_lines:
+        return False
+    for x0, y0, x1, y1 in ocr_lines:
+        cy = (y0 + y1) / 2
+        if not any(o[1] <= cy <= o[3] and min(x1, o[2]) > max(x0, o[0]) for o in original_lines):
+            return False
+    return True

@@ -32,7 +32,6 @@ import gc
 import re
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
 from itertools import chain, compress
 from operator import itemgetter
 
