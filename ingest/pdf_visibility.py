@@ -66,11 +66,12 @@ MIN_FONT_SIZE = 1.0  # points
 UNIFORM_RANGE = 24  # of 255: a box whose pixels all lie this close shows nothing
 STANDS_OUT = 64  # of 255: a colour this far from white is seen on a white page
 MIN_GLYPH_PIXELS = 4  # a glyph this tall still darkens pixels well beyond UNIFORM_RANGE
-MAX_ZOOM = 4.0
+MIN_ZOOM, MAX_ZOOM = 1.0, 4.0  # below 1 (72 dpi), small words of OCR layers lose their ink
 SEEN_THROUGH_MARGIN = 0.25  # of the box height, top and bottom, for text seen through an image
 BOX_INSET = 0.1  # of a painted word's box height, top and bottom: line boxes overlap the lines around them
 
 _MUPDF_ERRORS = (RuntimeError, ValueError, pymupdf.mupdf.FzErrorBase)
+_WHITESPACE = np.array([c for c in range(0x3001) if chr(c).isspace()], dtype=np.uint32)
 _UNBOUNDED = 1e6  # points: MuPDF's "infinite" rect is about 2**31
 _PAINTLESS_ANNOTATIONS = frozenset({pymupdf.PDF_ANNOT_LINK, pymupdf.PDF_ANNOT_POPUP})  # a hyperlink paints nothing
 _TEXT_KINDS = frozenset({"fill-text", "stroke-text", "ignore-text", "clip-text", "clip-stroke-text"})
@@ -128,7 +129,8 @@ def hidden_codes(
     codes = np.zeros(n, dtype=np.uint8)
     if n == 0:
         return codes
-    space = np.fromiter((c.isspace() for c in text), dtype=bool, count=n) | synthetic
+    code_points = np.frombuffer(text.encode("utf-32-le", "surrogatepass"), dtype=np.uint32)
+    space = np.isin(code_points, _WHITESPACE) | synthetic
     starts, ends = _words(space, styles.span)
     if len(starts) == 0:
         return codes
@@ -289,7 +291,7 @@ class _Raster:
 
     def __init__(self, page: pymupdf.Page, boxes: np.ndarray, sizes: np.ndarray) -> None:
         smallest = max(float(np.percentile(sizes, 10)), MIN_FONT_SIZE)  # a few subscripts do not set the zoom
-        self.zoom = min(MAX_ZOOM, max(1.0, MIN_GLYPH_PIXELS / smallest))
+        self.zoom = min(MAX_ZOOM, max(MIN_ZOOM, MIN_GLYPH_PIXELS / smallest))
         clip = pymupdf.Rect(boxes[:, 0].min() - 1, boxes[:, 1].min() - 1, boxes[:, 2].max() + 1, boxes[:, 3].max() + 1)
         clip &= page.rect  # clip is in displayed page space, like the boxes
         pixmap = page.get_pixmap(
