@@ -10,7 +10,11 @@ from __future__ import annotations
 import os
 import re
 import stat
+import subprocess
+import sys
+import time
 import warnings
+from pathlib import Path
 
 import numpy as np
 import pymupdf
@@ -19,7 +23,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from benchmarks.ocr_truth import char_boxes, image_only_pdf, page_words, score_page
-from conftest import SAMPLE_CORPUS, SHARED_CORPUS, examples
+from conftest import ROOT, SAMPLE_CORPUS, SHARED_CORPUS, examples
 from ingest.ocr import find_tesseract
 from ingest.pdf import OcrSettings, parse_pdf
 from ingest.text_layer import LayerVerdict, judge_layers, layer_stats
@@ -297,3 +301,62 @@ def test_garbled_layer_is_replaced_only_by_ocr_that_reads_better(tesseract):
     assert russian.pages[0].ocr
     assert [w for w in russian.warnings if "text layer garbled (its words are not words): 1" in w]
     assert re.search("Сумма авансового платежа", russian.text)
+
+
+def test_tesseract_dies_with_the_worker_that_started_it(tesseract, tmp_path):
+    """A worker killed for --doc-timeout leaves no OCR process behind (Linux: PR_SET_PDEATHSIG)."""
+    if not sys.platform.startswith("linux"):
+        pytest.skip("parent-death signals are Linux only")
+    doc = pymupdf.open()
+    for _ in range(3):
+        _text_page(doc, LINES * 12)
+    scan = tmp_path / "scan.pdf"
+    scan.write_bytes(_scan_of(doc, dpi=300).tobytes())
+    script = (
+        "import sys; sys.path.insert(0, %r)\n"
+        "from ingest.pdf import OcrSettings, parse_pdf\n"
+        "from schemas.records import OcrMode\n"
+        "parse_pdf(open(%r, 'rb').read(), 'scan.pdf', OcrSettings(OcrMode.FORCE, dpi=300))\n"
+    ) % (str(ROOT), str(scan))
+    worker = subprocess.Popen([sys.executable, "-c", script])
+    try:
+        children = _wait_for_children(worker.pid, "tesseract")
+        assert children, "no tesseract process started"
+        time.sleep(1.0)  # its page is read in by now: it is reading, for seconds more
+    finally:
+        worker.kill()
+        worker.wait()
+    deadline = time.monotonic() + 1.0
+    while time.monotonic() < deadline and any(_alive(pid) for pid in children):
+        time.sleep(0.1)
+    assert not any(_alive(pid) for pid in children)
+
+
+def _wait_for_children(pid: int, name: str, timeout: float = 60) -> list[int]:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        found = []
+        for task in Path(f"/proc/{pid}/task").glob("*"):
+            for child in (task / "children").read_text().split():
+                if _command(int(child))[:1] == [name] and "hocr" in _command(int(child)):
+                    found.append(int(child))  # reading a page (not --version or --list-langs)
+        if found:
+            return found
+        time.sleep(0.05)
+    return []
+
+
+def _command(pid: int) -> list[str]:
+    try:
+        arguments = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+    except OSError:
+        return []
+    return [Path(arguments[0].decode()).name, *(a.decode() for a in arguments[1:] if a)] if arguments[0] else []
+
+
+def _alive(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().split(") ")[-1].split()[0]
+    except OSError:
+        return False
+    return state != "Z"

@@ -16,11 +16,12 @@ import re
 import pymupdf
 import pytest
 
-from conftest import SHARED_CORPUS, shared_corpus_files
+from conftest import SAMPLE_CORPUS, SHARED_CORPUS, shared_corpus_files
 from ingest.pdf import parse_pdf
 from schemas.records import HiddenReason, ParsedDocument
 
 FONT = "helv"
+SAMPLE_PDF = SAMPLE_CORPUS / "handbook" / "two-column.pdf"
 CONTROL_X, HIDDEN_X = 50, 320
 
 
@@ -249,3 +250,15 @@ def test_shared_corpus_hidden_text_is_only_the_known(path):
     for run in parsed.hidden_runs:
         counts[run.reason] += sum(1 for c in parsed.text[run.start : run.end] if not c.isspace())
     assert dict(counts) == KNOWN_HIDDEN.get(path.name, {})
+
+
+def test_pdf_made_by_ocr_has_no_hidden_text() -> None:
+    """A page image with Tesseract's invisible text over it (MuPDF's OCR PDF writer): all of it is seen."""
+    source = pymupdf.open(SAMPLE_PDF)
+    try:
+        scan = source[0].get_pixmap(dpi=150).pdfocr_tobytes(language="eng")
+    except (RuntimeError, ValueError) as exc:  # no Tesseract language data for MuPDF
+        pytest.skip(f"MuPDF cannot OCR here: {exc}")
+    parsed = parse_pdf(scan, "ocr.pdf")
+    assert len(parsed.text) > 1000
+    assert parsed.hidden_runs == ()
