@@ -149,11 +149,6 @@ class OcrPage:
             pieces.append(line.text)
         return "".join(pieces)
 
-    @property
-    def n_words(self) -> int:
-        return sum(int(np.count_nonzero(np.diff(line.synthetic.astype(np.int8)) == -1)) + 1
-                   for line in self.lines if line.text)
-
 
 def ocr_page(page: pymupdf.Page, tesseract: Tesseract, dpi: int = DEFAULT_DPI,
              timeout_s: float | None = None) -> OcrPage:
