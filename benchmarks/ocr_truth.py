@@ -43,6 +43,7 @@ def image_only_pdf(source: pymupdf.Document, pages: list[int] | None = None, dpi
 class Word:
     text: str  # normalised for comparison
     box: tuple[float, float, float, float]  # displayed-page points
+    vertical: bool | None = None  # written up or down the page; None: one character, no direction
 
 
 def words_of(text: str, boxes: np.ndarray | None, starts: np.ndarray | None = None) -> list[Word]:
@@ -55,14 +56,18 @@ def words_of(text: str, boxes: np.ndarray | None, starts: np.ndarray | None = No
         token = normalise_word(match.group())
         if not token:
             continue
-        box = (0.0, 0.0, 0.0, 0.0)
+        box, vertical = (0.0, 0.0, 0.0, 0.0), None
         if boxes is not None:
             rows = boxes[match.start() : match.end()]
             rows = rows[~np.isnan(rows[:, 0])]
             if len(rows):
                 box = (float(rows[:, 0].min()), float(rows[:, 1].min()),
                        float(rows[:, 2].max()), float(rows[:, 3].max()))
-        words.append(Word(token, box))
+            if len(rows) > 1:
+                centres = (rows[:, :2] + rows[:, 2:]) / 2
+                run = np.abs(centres[-1] - centres[0])
+                vertical = bool(run[1] > run[0])
+        words.append(Word(token, box, vertical))
     return words
 
 
@@ -99,7 +104,7 @@ def score_page(page: int, original: list[Word], ocr: list[Word]) -> PageScore:
         for k in range(block.size):
             a, b = original[block.a + k], ocr[block.b + k]
             matched += 1
-            placed += is_placed(a.box, b.box)
+            placed += is_placed(a.box, b.box, a.vertical)
             ious.append(iou(a.box, b.box))
     return PageScore(
         page=page,
@@ -112,12 +117,21 @@ def score_page(page: int, original: list[Word], ocr: list[Word]) -> PageScore:
     )
 
 
-def is_placed(original: tuple[float, ...], ocr: tuple[float, ...]) -> bool:
-    """The OCR box's centre is inside the original box, and it covers half the original's width."""
+def is_placed(original: tuple[float, ...], ocr: tuple[float, ...], vertical: bool | None = False) -> bool:
+    """The OCR box's centre is inside the original box, and it covers half the original's length.
+
+    The length runs along the word: its width, or its height for a word written
+    up or down the page; a one-character word (no direction) may cover either.
+    """
     cx, cy = (ocr[0] + ocr[2]) / 2, (ocr[1] + ocr[3]) / 2
     inside = original[0] <= cx <= original[2] and original[1] <= cy <= original[3]
-    overlap = min(original[2], ocr[2]) - max(original[0], ocr[0])
-    return inside and overlap >= 0.5 * (original[2] - original[0])
+
+    def covers(axis: int) -> bool:
+        overlap = min(original[2 + axis], ocr[2 + axis]) - max(original[axis], ocr[axis])
+        return overlap >= 0.5 * (original[2 + axis] - original[axis])
+
+    axes = (0, 1) if vertical is None else (1,) if vertical else (0,)
+    return inside and any(covers(axis) for axis in axes)
 
 
 def iou(a: tuple[float, ...], b: tuple[float, ...]) -> float:

@@ -54,6 +54,7 @@ CHAR = "ocrx_cinfo"
 _LANGUAGE = re.compile(r"^[A-Za-z0-9_]+(?:\+[A-Za-z0-9_]+)*$")
 _BBOX = re.compile(r"bbox\s+(-?\d+)\s+(-?\d+)\s+(-?\d+)\s+(-?\d+)")
 _CHAR_BBOX = re.compile(r"x_bboxes\s+(-?\d+)\s+(-?\d+)\s+(-?\d+)\s+(-?\d+)")
+_TEXT_ANGLE = re.compile(r"textangle\s+(-?\d+(?:\.\d+)?)")
 _WORD_CONFIDENCE = re.compile(r"x_wconf\s+(-?\d+(?:\.\d+)?)")
 _VERSION = re.compile(r"tesseract\s+v?(\d+(?:\.\d+)*)", re.IGNORECASE)
 _TESSDATA = re.compile(r'"([^"]+)"')
@@ -179,6 +180,10 @@ def run_tesseract(image: bytes, tesseract: Tesseract, dpi: int, timeout_s: float
         tesseract.executable, "stdin", "stdout",
         "-l", tesseract.languages,
         "--dpi", str(dpi),
+        # 1: page segmentation with orientation detection, so a page scanned sideways or upside
+        # down is read (boxes stay in the image's coordinates); 3, the default, where Tesseract
+        # has no orientation data (osd). On an upright page both read the same.
+        "--psm", "1" if "osd" in tesseract.installed_languages else "3",
         "-c", "hocr_char_boxes=1",
         "hocr",
     ]
@@ -217,10 +222,12 @@ def _line(element, paragraph: int, scale_x: float, scale_y: float, width: float,
     boxes: list[tuple[float, float, float, float]] = []
     synthetic: list[bool] = []
     confidence: list[int] = []
+    match = _TEXT_ANGLE.search(element.get("title", ""))
+    angle = int(round(float(match.group(1)))) % 360 if match else 0
     for word in element.iter():
         if _class_of(word) != WORD:
             continue
-        word_chars, word_boxes = _word_glyphs(word)
+        word_chars, word_boxes = _word_glyphs(word, angle)
         if not word_chars:
             continue
         if chars and _needs_space(chars[-1], word_chars[0]):
@@ -252,24 +259,57 @@ def _line(element, paragraph: int, scale_x: float, scale_y: float, width: float,
     )
 
 
-def _word_glyphs(word) -> tuple[list[str], list[tuple[float, float, float, float]]]:
-    """A word's code points and a box for each: Tesseract's symbol boxes, split where a symbol is several."""
+def _word_glyphs(word, angle: int) -> tuple[list[str], list[tuple[float, float, float, float]]]:
+    """A word's code points and a box for each, in image pixels.
+
+    Tesseract's symbol boxes where they are sound; where they are not (a line
+    read at an angle gets degenerate symbol boxes, a Tesseract without
+    ``hocr_char_boxes`` gives none) the word's box is split evenly along the
+    direction it is read: left to right, bottom to top (90), right to left
+    (180) or top to bottom (270).
+    """
+    word_box = _box(_BBOX.search(word.get("title", "")))
+    symbols = [(s.text or "", _box(_CHAR_BBOX.search(s.get("title", "")))) for s in word if _class_of(s) == CHAR]
+    symbols = [(_kept(text), box) for text, box in symbols]
+    symbols = [(text, box) for text, box in symbols if text]
+    sound = angle == 0 and symbols and all(box is not None and _inside(box, word_box) for _, box in symbols)
+    if not sound:
+        text = "".join(t for t, _ in symbols) or _kept("".join(word.itertext()))
+        return (list(text), _split(word_box, len(text), angle)) if text and word_box else ([], [])
     chars: list[str] = []
     boxes: list[tuple[float, float, float, float]] = []
-    symbols = [(s.text or "", _CHAR_BBOX.search(s.get("title", ""))) for s in word if _class_of(s) == CHAR]
-    if not symbols:  # a Tesseract without hocr_char_boxes: the word's box, split evenly
-        box = _BBOX.search(word.get("title", ""))
-        symbols = [("".join(word.itertext()), box)]
     for text, box in symbols:
-        text = "".join(c for c in text if not _is_dropped(c))
-        if not text or box is None:
-            continue
-        x0, y0, x1, y1 = (float(v) for v in box.groups())
-        step = (x1 - x0) / len(text)
-        for i, char in enumerate(text):
-            chars.append(char)
-            boxes.append((x0 + i * step, y0, x0 + (i + 1) * step, y1))
+        chars.extend(text)
+        boxes.extend(_split(box, len(text), 0))  # a symbol of several code points (a ligature)
     return chars, boxes
+
+
+def _box(match) -> tuple[float, float, float, float] | None:
+    return tuple(float(v) for v in match.groups()) if match else None
+
+
+def _inside(box: tuple[float, ...], outer: tuple[float, ...] | None, slack: float = 2.0) -> bool:
+    """A symbol box with area, within its word's box (a degenerate one says nothing)."""
+    return (
+        outer is not None and box[2] > box[0] and box[3] > box[1]
+        and box[0] >= outer[0] - slack and box[1] >= outer[1] - slack
+        and box[2] <= outer[2] + slack and box[3] <= outer[3] + slack
+    )
+
+
+def _split(box: tuple[float, ...], n: int, angle: int) -> list[tuple[float, float, float, float]]:
+    x0, y0, x1, y1 = box
+    if angle in (90, 270):
+        step = (y1 - y0) / n
+        parts = [(x0, y0 + i * step, x1, y0 + (i + 1) * step) for i in range(n)]
+        return parts[::-1] if angle == 90 else parts
+    step = (x1 - x0) / n
+    parts = [(x0 + i * step, y0, x0 + (i + 1) * step, y1) for i in range(n)]
+    return parts[::-1] if angle == 180 else parts
+
+
+def _kept(text: str) -> str:
+    return "".join(c for c in text if not _is_dropped(c))
 
 
 def _is_dropped(char: str) -> bool:

@@ -233,6 +233,30 @@ def test_rotated_scan_gets_boxes_on_the_page_as_displayed(tesseract):
     assert score.recall == 1.0 and score.placed == 1.0
 
 
+@pytest.mark.parametrize("turn", [90, 180, 270])
+def test_page_scanned_sideways_or_upside_down_is_read_with_boxes_along_its_words(tesseract, turn):
+    """The image itself is turned (no /Rotate): Tesseract finds the orientation, boxes follow the turned words."""
+    digital = pymupdf.open()
+    _text_page(digital, LINES * 3)
+    image = digital[0].get_pixmap(dpi=200)
+    size = (842, 595) if turn in (90, 270) else (595, 842)
+    scan, turned = pymupdf.open(), pymupdf.open()
+    scan.new_page(width=size[0], height=size[1]).insert_image(scan[0].rect, pixmap=image, rotate=turn)
+    turned.new_page(width=size[0], height=size[1]).show_pdf_page(turned[0].rect, digital, 0, rotate=turn)
+    original = parse_pdf(turned.tobytes(), "turned.pdf")  # the same words, turned the same way
+    parsed = parse_pdf(scan.tobytes(), "turned-scan.pdf", AUTO)
+    assert all(line in parsed.text for line in LINES)
+    score = score_page(1, page_words(original, char_boxes(original), 0), page_words(parsed, char_boxes(parsed), 0))
+    assert score.recall == 1.0 and score.placed >= 0.9
+    # Characters follow the reading direction of the turned page: "quarterly" from its first letter on.
+    for doc in (original, parsed):
+        at = doc.text.index("quarterly")
+        centres = char_boxes(doc)[at : at + 9]
+        centres = ((centres[:, 0] + centres[:, 2]) / 2, (centres[:, 1] + centres[:, 3]) / 2)
+        axis, sign = {90: (1, -1), 180: (0, -1), 270: (1, 1)}[turn]
+        assert (np.diff(centres[axis]) * sign > 0).all(), (turn, doc.doc_id)
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize(
     "relative, pages",
