@@ -45,6 +45,7 @@ from schemas.errors import OcrError
 DEFAULT_LANGUAGES = "eng"
 DEFAULT_DPI = 200
 MIN_DPI, MAX_DPI = 70, 600
+MAX_PIXELS = 60_000_000  # per page image; an A4 page at 600 dpi is 35 million
 
 PARAGRAPH = "ocr_par"
 LINE_CLASSES = frozenset({"ocr_line", "ocr_textfloat", "ocr_header", "ocr_caption"})
@@ -136,7 +137,7 @@ class OcrPage:
     """What Tesseract read on one page, in its reading order."""
 
     lines: tuple[OcrLine, ...]
-    dpi: int
+    dpi: int  # the resolution it was read at (lower than asked for on a very large page)
     languages: str
     seconds: float
 
@@ -164,6 +165,10 @@ def ocr_page(page: pymupdf.Page, tesseract: Tesseract, dpi: int = DEFAULT_DPI,
     if not MIN_DPI <= dpi <= MAX_DPI:
         raise OcrError(f"--ocr-dpi {dpi} is outside {MIN_DPI}-{MAX_DPI}")
     started = time.perf_counter()
+    # A poster-sized page is read at a lower resolution: Tesseract's time and memory grow with pixels.
+    pixels = page.rect.width * page.rect.height * (dpi / 72) ** 2
+    if pixels > MAX_PIXELS:
+        dpi = max(MIN_DPI, int(dpi * (MAX_PIXELS / pixels) ** 0.5))
     pixmap = page.get_pixmap(dpi=dpi, colorspace=pymupdf.csGRAY, alpha=False)
     image = pixmap.tobytes("pnm")
     scale_x = page.rect.width / pixmap.width if pixmap.width else 1.0

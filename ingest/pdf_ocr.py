@@ -60,6 +60,7 @@ def read_pages(doc: pymupdf.Document, texts: list[PageText | None], settings: Oc
     why: dict[LayerVerdict | str, list[int]] = {}
     kept: list[int] = []
     failures: list[str] = []
+    lowered: list[str] = []
     for index, (text, verdict) in enumerate(zip(texts, verdicts)):
         if text is None or (settings.mode is OcrMode.AUTO and verdict is LayerVerdict.USABLE):
             continue
@@ -73,6 +74,8 @@ def read_pages(doc: pymupdf.Document, texts: list[PageText | None], settings: Oc
             failures.append(f"page {number}: {getattr(exc, 'message', exc)}")
             continue
         outcome.seconds += read.seconds
+        if read.dpi < settings.dpi:
+            lowered.append(f"{number} at {read.dpi} dpi")
         ocr_text = page_text_of(read)
         if settings.mode is OcrMode.AUTO and not is_better_than(layer_stats(ocr_text.text), stats[index], verdict):
             if verdict is not LayerVerdict.NO_TEXT:
@@ -91,6 +94,8 @@ def read_pages(doc: pymupdf.Document, texts: list[PageText | None], settings: Oc
             f"text layer not usable on pages {_page_list(kept)} and OCR ({engine}) read no better: "
             "the layer is kept (--ocr-lang should name the pages' language)"
         )
+    if lowered:
+        outcome.warnings.append(f"large pages read at a lower resolution: {', '.join(lowered[:_MAX_LISTED_PAGES])}")
     if failures:
         listed = "; ".join(failures[:_MAX_FAILURES_LISTED])
         more = f"; ... and {len(failures) - _MAX_FAILURES_LISTED} more" if len(failures) > _MAX_FAILURES_LISTED else ""

@@ -384,3 +384,16 @@ def _alive(pid: int) -> bool:
     except OSError:
         return False
     return state != "Z"
+
+
+def test_a_poster_sized_page_is_read_at_a_lower_resolution(tesseract):
+    from ingest.ocr import MAX_PIXELS
+
+    poster = pymupdf.open()
+    page = poster.new_page(width=4000, height=3000)
+    page.insert_text((200, 400), "A very large poster headline", fontname="helv", fontsize=120)
+    parsed = parse_pdf(_scan_of(poster, dpi=20).tobytes(), "poster.pdf", AUTO)
+    assert parsed.pages[0].ocr and "poster headline" in parsed.text
+    (lowered,) = [w for w in parsed.warnings if w.startswith("large pages read at a lower resolution: 1 at ")]
+    dpi = int(lowered.rsplit(" at ", 1)[1].split()[0])
+    assert 4000 * 3000 * (dpi / 72) ** 2 <= MAX_PIXELS
