@@ -19,7 +19,14 @@ import pymupdf
 
 from ingest.ocr import DEFAULT_DPI, DEFAULT_LANGUAGES, OcrPage, find_tesseract, ocr_page
 from ingest.pdf_page import PageText
-from ingest.text_layer import LayerVerdict, is_better_than, judge_layers, layer_stats
+from ingest.text_layer import (
+    SPARSE_CHARS,
+    SPARSE_IMAGE_SHARE,
+    LayerVerdict,
+    is_better_than,
+    judge_layers,
+    layer_stats,
+)
 from schemas.errors import OcrError
 from schemas.records import OcrMode
 
@@ -62,11 +69,15 @@ def read_pages(doc: pymupdf.Document, texts: list[PageText | None], settings: Oc
     failures: list[str] = []
     lowered: list[str] = []
     for index, (text, verdict) in enumerate(zip(texts, verdicts)):
-        if text is None or (settings.mode is OcrMode.AUTO and verdict is LayerVerdict.USABLE):
+        if text is None:
             continue
         number = index + 1
         try:
             page = doc.load_page(index)
+            if verdict is LayerVerdict.USABLE and stats[index].visible_chars < SPARSE_CHARS and _mostly_image(page):
+                verdict = LayerVerdict.SPARSE
+            if settings.mode is OcrMode.AUTO and verdict is LayerVerdict.USABLE:
+                continue
             if verdict is LayerVerdict.NO_TEXT and _is_blank(page):
                 continue
             read = ocr_page(page, tesseract, settings.dpi)
@@ -78,7 +89,7 @@ def read_pages(doc: pymupdf.Document, texts: list[PageText | None], settings: Oc
             lowered.append(f"{number} at {read.dpi} dpi")
         ocr_text = page_text_of(read)
         if settings.mode is OcrMode.AUTO and not is_better_than(layer_stats(ocr_text.text), stats[index], verdict):
-            if verdict is not LayerVerdict.NO_TEXT:
+            if verdict in (LayerVerdict.GARBLED, LayerVerdict.UNMAPPED):
                 kept.append(number)
             continue
         outcome.pages[index] = ocr_text
@@ -107,6 +118,7 @@ _REASON_TEXT = {
     LayerVerdict.NO_TEXT: "no text layer",
     LayerVerdict.UNMAPPED: "text layer without Unicode (U+FFFD, private use)",
     LayerVerdict.GARBLED: "text layer garbled (its words are not words)",
+    LayerVerdict.SPARSE: "a few words over a page-sized image",
     "force": "--ocr force",
 }
 
@@ -128,6 +140,19 @@ def page_text_of(read: OcrPage) -> PageText:
         offset += len(line.text)
     assert offset == len(text), "OCR runs and text disagree"
     return PageText(text, runs, has_text=bool(text.strip()), confidences=confidences)
+
+
+def _mostly_image(page: pymupdf.Page) -> bool:
+    """Images cover at least SPARSE_IMAGE_SHARE of the page (a scan, whatever text lies over it)."""
+    page_rect = pymupdf.Rect(0, 0, page.cropbox.width, page.cropbox.height)  # unrotated, like image boxes
+    area = page_rect.width * page_rect.height
+    if area <= 0:
+        return False
+    covered = 0.0
+    for info in page.get_image_info():
+        box = pymupdf.Rect(info["bbox"]) & page_rect
+        covered += max(box.width, 0) * max(box.height, 0)
+    return covered >= SPARSE_IMAGE_SHARE * area
 
 
 def _is_blank(page: pymupdf.Page) -> bool:

@@ -21,6 +21,12 @@ holds for every script):
   case (CJK, Arabic, Hebrew, Thai...) never count as misshapen: their layers
   are trusted unless unmapped.
 
+A fourth verdict needs the page, not only its text (``ingest.pdf_ocr``):
+**sparse**, fewer than ``SPARSE_CHARS`` visible characters over images that
+cover at least half the page: a scan with a digital stamp, a Bates number or a
+page number. OCR reads the whole page, and replaces the layer when it reads at
+least twice as many characters.
+
 OCR replaces a garbled layer only when its own text is not garbled (see
 ``is_better_than``): reading Russian with ``eng`` gives Latin look-alikes again,
 and then the original layer is kept and a warning says to set ``--ocr-lang``.
@@ -38,6 +44,8 @@ GARBLED_SHARE = 0.30
 GARBLED_SHARE_IN_GARBLED_DOCUMENT = 0.15
 MIN_WORDS = 12
 MIN_WORDS_IN_GARBLED_DOCUMENT = 5
+SPARSE_CHARS = 200
+SPARSE_IMAGE_SHARE = 0.5
 UNMAPPED_SHARE = 0.25
 MIN_UNMAPPED = 10
 
@@ -55,6 +63,7 @@ class LayerVerdict(StrEnum):
     NO_TEXT = "no_text"
     UNMAPPED = "unmapped"  # glyphs without Unicode: U+FFFD, private use, controls
     GARBLED = "garbled"  # the words are not words (mojibake, look-alike letters)
+    SPARSE = "sparse"  # a few words over a page-sized image (a stamp or page number on a scan)
 
 
 @dataclass(frozen=True, slots=True)
@@ -143,10 +152,13 @@ def _is_garbled(page: LayerStats, document_garbled: bool) -> bool:
 
 
 def is_better_than(ocr: LayerStats, layer: LayerStats, verdict: LayerVerdict) -> bool:
-    """Whether OCR text should replace a page's unusable layer: only when it is text itself."""
+    """Whether OCR text should replace a page's layer: only when it is text itself (and, over a
+    sparse layer, reads at least twice as much)."""
     if verdict is LayerVerdict.NO_TEXT:
         return ocr.visible_chars > 0
     if ocr.visible_chars == 0:
+        return False
+    if verdict is LayerVerdict.SPARSE and ocr.visible_chars < 2 * layer.visible_chars:
         return False
     if ocr.unmapped_chars >= MIN_UNMAPPED and ocr.unmapped_share >= UNMAPPED_SHARE:
         return False

@@ -397,3 +397,23 @@ def test_a_poster_sized_page_is_read_at_a_lower_resolution(tesseract):
     (lowered,) = [w for w in parsed.warnings if w.startswith("large pages read at a lower resolution: 1 at ")]
     dpi = int(lowered.rsplit(" at ", 1)[1].split()[0])
     assert 4000 * 3000 * (dpi / 72) ** 2 <= MAX_PIXELS
+
+
+def test_a_scan_with_a_digital_stamp_is_read_whole_and_a_captioned_photo_is_not(tesseract):
+    digital = pymupdf.open()
+    _text_page(digital, LINES)
+    stamped = _scan_of(digital)
+    stamped[0].insert_text((450, 820), "BATES 000123", fontname="helv", fontsize=9)
+    parsed = parse_pdf(stamped.tobytes(), "stamped.pdf", AUTO)
+    assert parsed.pages[0].ocr
+    assert all(line in parsed.text for line in LINES) and "000123" in parsed.text
+    assert [w for w in parsed.warnings if "a few words over a page-sized image: 1" in w]
+
+    photo = pymupdf.open()
+    page = photo.new_page()
+    picture = pymupdf.Pixmap(pymupdf.csRGB, pymupdf.IRect(0, 0, 64, 48), False)
+    picture.set_rect(picture.irect, (90, 140, 200))
+    page.insert_image(pymupdf.Rect(72, 72, 372, 297), pixmap=picture)  # a fifth of the page
+    page.insert_text((72, 320), "Figure 1: the data centre in Frankfurt.", fontname="helv", fontsize=10)
+    kept = parse_pdf(photo.tobytes(), "photo.pdf", AUTO)
+    assert not kept.pages[0].ocr and kept.text == "Figure 1: the data centre in Frankfurt."
