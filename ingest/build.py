@@ -10,6 +10,7 @@ chunk whose normalised text was embedded before is never embedded again.
 from __future__ import annotations
 
 import collections
+import dataclasses
 import os
 import shutil
 import time
@@ -17,10 +18,13 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import pyarrow.compute as pc
+
 from ingest.embed import Embedder, VectorQueue
 from ingest.faiss_index import build_faiss, check_factory
 from ingest.lock import BuildLock
 from ingest.model import ModelInfo, resolve_model
+from ingest.ocr import describe, resolve_ocr
 from ingest.normalize import NORMALIZER_VERSION
 from ingest.parse import PARSER_VERSION, media_type_of
 from ingest.pool import process_in_workers
@@ -30,7 +34,7 @@ from ingest.reuse import LiveGeneration, carry_over
 from ingest.worker import DocResult, FileJob, WorkerSettings
 from ingest.write import GenerationWriter
 from schemas.layout import IndexPaths, read_current
-from schemas.records import ChunkerSettings, DocStatus, Manifest
+from schemas.records import ChunkerSettings, DocStatus, Manifest, OcrSettings
 from schemas.tables import FORMAT_VERSION
 
 
@@ -47,6 +51,7 @@ class BuildSettings:
     doc_timeout_s: float = 600.0  # per file, in worker processes; 0: none
     wait_for_lock: bool = False
     embed_batch: int = 256
+    ocr: OcrSettings | None = None  # None: --ocr auto where Tesseract is installed, else none
 
 
 @dataclass(frozen=True, slots=True)
@@ -76,6 +81,8 @@ class BuildReport:
     chunks_embedded: int = 0
     chunks_reused: int = 0
     full_reason: str = ""  # why the build did not reuse the live generation
+    ocr: str = "off"  # the OCR this build did, as the manifest records it
+    ocr_pages: int = 0  # PDF pages of changed documents whose text OCR read
     seconds: float = 0.0
     parse_seconds: float = 0.0  # summed over workers
     worker_peak_rss_mb: float = 0.0  # the largest parsing process's peak memory
@@ -126,9 +133,14 @@ def build_index(
 
             embedder = SentenceTransformerEmbedder(model)
         check_factory(settings.faiss_factory, embedder.dim)
+        ocr, ocr_skipped = resolve_ocr(settings.ocr)  # once per build, not per file
+        settings = dataclasses.replace(settings, ocr=ocr)
         live, full_reason = LiveGeneration.open_compatible(paths, settings, embedder, NORMALIZER_VERSION)
         name = _next_generation_name(paths)
         report = BuildReport(generation=name, full_reason=full_reason)
+        report.ocr = describe(ocr)
+        if ocr_skipped:
+            report.warnings.append(ocr_skipped)
         tmp_dir = paths.generations / f".{name}.tmp-{os.getpid()}"
         writer = GenerationWriter(tmp_dir, embedder.model_id, embedder.dim)
         try:
@@ -170,6 +182,8 @@ def _write_generation(corpus, paths, settings, model, embedder, live, writer, re
                 report.added += 1
             for table_name, rows in result.tables.items():
                 writer.add_rows(table_name, rows)
+                if table_name == "pdf_pages":
+                    report.ocr_pages += int(pc.sum(rows.column("ocr")).as_py() or 0)
             if result.chunks is not None:
                 writer.add_rows("chunks", vectors.assign(result.chunks, result.embed_texts))
             if result.internal_error:
@@ -202,6 +216,7 @@ def _write_generation(corpus, paths, settings, model, embedder, live, writer, re
         chunker=settings.chunker,
         normalizer_version=NORMALIZER_VERSION,
         parser_version=PARSER_VERSION,
+        ocr=describe(settings.ocr),
         faiss_factory=factory_used,
         n_documents=len(files_sha),
         n_chunks=writer.n_rows["chunks"],
@@ -219,6 +234,7 @@ def _process_all(files, paths, settings: BuildSettings, model: ModelInfo, live_f
         chunker=settings.chunker,
         index_root=paths.root,
         max_file_bytes=settings.max_file_mb * 1024 * 1024,
+        ocr=settings.ocr,
     )
     jobs = [FileJob(path, doc_id, media_type_of(doc_id), live_files.get(doc_id)) for doc_id, path in files]
     workers = settings.workers or os.cpu_count() or 1

@@ -36,14 +36,19 @@ import time
 import unicodedata
 from dataclasses import dataclass
 
+from typing import TYPE_CHECKING
+
 import numpy as np
-import pymupdf
 from lxml import etree
 
 from schemas.errors import OcrError
+from schemas.records import OcrMode, OcrSettings
 
-DEFAULT_LANGUAGES = "eng"
-DEFAULT_DPI = 200
+if TYPE_CHECKING:
+    import pymupdf
+
+DEFAULT_LANGUAGES = OcrSettings.languages
+DEFAULT_DPI = OcrSettings.dpi
 MIN_DPI, MAX_DPI = 70, 600
 MAX_PIXELS = 60_000_000  # per page image; an A4 page at 600 dpi is 35 million
 
@@ -116,6 +121,46 @@ def _find_tesseract(languages: str, search_path: str, tessdata_prefix: str) -> T
     return Tesseract(executable, version, tessdata, installed, languages)
 
 
+def resolve_ocr(requested: OcrSettings | None) -> tuple[OcrSettings, str]:
+    """The OCR a build does, and why it does none when it was asked to: said once per build.
+
+    ``None`` asks for the default: ``auto`` where Tesseract is installed, else none.
+
+    >>> from schemas.records import OcrMode
+    >>> resolve_ocr(OcrSettings(OcrMode.OFF))
+    (OcrSettings(mode=<OcrMode.OFF: 'off'>, languages='eng', dpi=200), '')
+    """
+    wanted = requested or OcrSettings(OcrMode.AUTO)
+    if wanted.mode is OcrMode.OFF:
+        return wanted, ""
+    check_settings(wanted)
+    try:
+        find_tesseract(wanted.languages)
+    except OcrError as exc:
+        return OcrSettings(OcrMode.OFF, wanted.languages, wanted.dpi), f"OCR skipped: {exc.message}"
+    return wanted, ""
+
+
+def check_settings(settings: OcrSettings) -> None:
+    """Refuse settings no Tesseract can follow (a mistake to report, not a reason to skip OCR)."""
+    if not _LANGUAGE.match(settings.languages):
+        raise OcrError(f"--ocr-lang {settings.languages!r} is not a Tesseract language string such as 'eng+deu'")
+    if not MIN_DPI <= settings.dpi <= MAX_DPI:
+        raise OcrError(f"--ocr-dpi {settings.dpi} is outside {MIN_DPI}-{MAX_DPI}")
+
+
+def describe(settings: OcrSettings) -> str:
+    """The OCR settings as the manifest records them: a change means other text for the same PDF.
+
+    >>> from schemas.records import OcrMode
+    >>> describe(OcrSettings(OcrMode.AUTO, "eng+deu", 300))
+    'auto eng+deu 300 dpi'
+    """
+    if settings.mode is OcrMode.OFF:
+        return "off"
+    return f"{settings.mode.value} {settings.languages} {settings.dpi} dpi"
+
+
 @dataclass(frozen=True, slots=True, eq=False)
 class OcrLine:
     """One line Tesseract read: its characters, a synthetic space between words, and their boxes.
@@ -156,6 +201,7 @@ def ocr_page(page: pymupdf.Page, tesseract: Tesseract, dpi: int = DEFAULT_DPI,
              timeout_s: float | None = None) -> OcrPage:
     """Read one page with Tesseract: its lines, each character with its box and its word's confidence.
 
+    >>> import pymupdf
     >>> doc = pymupdf.open()
     >>> _ = doc.new_page().insert_text((72, 72), "Hello world", fontsize=14)
     >>> page = ocr_page(doc[0], find_tesseract("eng"))      # doctest: +SKIP
@@ -164,6 +210,8 @@ def ocr_page(page: pymupdf.Page, tesseract: Tesseract, dpi: int = DEFAULT_DPI,
     """
     if not MIN_DPI <= dpi <= MAX_DPI:
         raise OcrError(f"--ocr-dpi {dpi} is outside {MIN_DPI}-{MAX_DPI}")
+    import pymupdf  # here: the build process resolves OCR settings without loading PyMuPDF
+
     started = time.perf_counter()
     # A poster-sized page is read at a lower resolution: Tesseract's time and memory grow with pixels.
     pixels = page.rect.width * page.rect.height * (dpi / 72) ** 2

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import pymupdf
 
-from ingest.ocr import DEFAULT_DPI, DEFAULT_LANGUAGES, OcrPage, find_tesseract, ocr_page
+from ingest.ocr import OcrPage, find_tesseract, ocr_page
 from ingest.pdf_page import PageText
 from ingest.text_layer import (
     SPARSE_CHARS,
@@ -28,20 +28,12 @@ from ingest.text_layer import (
     layer_stats,
 )
 from schemas.errors import OcrError
-from schemas.records import OcrMode
+from schemas.records import OcrMode, OcrSettings
 
+__all__ = ["OcrOutcome", "OcrSettings", "page_text_of", "read_pages"]
 _MUPDF_ERRORS = (RuntimeError, ValueError, pymupdf.mupdf.FzErrorBase)
 _MAX_LISTED_PAGES = 20
 _MAX_FAILURES_LISTED = 5
-
-
-@dataclass(frozen=True, slots=True)
-class OcrSettings:
-    """How a build reads pages by OCR (``--ocr``, ``--ocr-lang``, ``--ocr-dpi``)."""
-
-    mode: OcrMode = OcrMode.OFF
-    languages: str = DEFAULT_LANGUAGES  # Tesseract's syntax: "eng+deu+jpn"
-    dpi: int = DEFAULT_DPI
 
 
 @dataclass(slots=True)

@@ -22,7 +22,7 @@ from ingest.model import ModelInfo, load_tokenizer
 from ingest.parse import parse_document
 from ingest.publish import write_once
 from schemas.layout import IndexPaths
-from schemas.records import ChunkerSettings, DocStatus, DocumentRecord, MediaType, ParsedDocument
+from schemas.records import ChunkerSettings, DocStatus, DocumentRecord, MediaType, OcrSettings, ParsedDocument
 from schemas.tables import chunks_table, html_map_table, pdf_chars_table, pdf_pages_table
 
 
@@ -32,6 +32,7 @@ class WorkerSettings:
     chunker: ChunkerSettings
     index_root: Path
     max_file_bytes: int
+    ocr: OcrSettings = OcrSettings()  # resolved by the build: OFF where Tesseract is missing
 
 
 @dataclass(frozen=True, slots=True)
@@ -128,7 +129,7 @@ def _process(job: FileJob, settings: WorkerSettings) -> DocResult:
     if job.live_sha256 is not None and hashlib.sha256(source).hexdigest() == job.live_sha256:
         return DocResult(job.doc_id, None)
 
-    outcome = parse_document(source, job.doc_id, job.media_type, settings.max_file_bytes)
+    outcome = parse_document(source, job.doc_id, job.media_type, settings.max_file_bytes, settings.ocr)
     record, parsed = outcome.record, outcome.parsed
     if parsed is None:
         return DocResult(job.doc_id, record)

@@ -204,6 +204,15 @@ class ChunkerSettings:
 
 
 @dataclass(frozen=True, slots=True)
+class OcrSettings:
+    """Which PDF pages a build reads by OCR, in which languages, at which resolution."""
+
+    mode: OcrMode = OcrMode.OFF
+    languages: str = "eng"  # Tesseract's syntax: "eng+deu+jpn"
+    dpi: int = 200
+
+
+@dataclass(frozen=True, slots=True)
 class Manifest:
     """manifest.json of one generation."""
 
@@ -222,6 +231,7 @@ class Manifest:
     table_sha256: dict[str, str] = field(default_factory=dict)  # file name -> sha256
     parser_version: int = 1
     model_path: str = ""  # where the model was loaded from (a local folder; never a hub)
+    ocr: str = "off"  # the OCR the PDFs were read with ("auto eng 200 dpi"); a change reparses them
     warnings: tuple[str, ...] = ()
 
 

@@ -26,6 +26,12 @@ def _build(p: argparse.ArgumentParser) -> None:
     p.add_argument("--max-file-mb", type=int, default=512, help="skip files larger than this (default 512)")
     p.add_argument("--doc-timeout", type=float, default=600, metavar="SECONDS",
                    help="record a file whose parsing takes longer as an error and go on (default 600; 0: no limit)")
+    p.add_argument("--ocr", choices=["auto", "off", "force"],
+                   help="read PDF pages by OCR (Tesseract): auto reads pages without a usable text layer, "
+                        "force every page (default: auto where tesseract is installed, else off)")
+    p.add_argument("--ocr-lang", default="eng", metavar="LANGS",
+                   help="Tesseract languages, e.g. eng+deu+jpn (default eng; each needs its tesseract-ocr-LANG pack)")
+    p.add_argument("--ocr-dpi", type=int, default=200, metavar="DPI", help="resolution pages are read at (default 200)")
     p.add_argument("--wait", action="store_true", help="wait for another build on this index instead of refusing")
     p.add_argument("--strict", action="store_true", help="exit 1 when any document failed")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
@@ -37,7 +43,7 @@ def run_build(args) -> int:
     from tqdm import tqdm
 
     from ingest.build import BuildSettings, build_index
-    from schemas.records import ChunkerSettings
+    from schemas.records import ChunkerSettings, OcrMode, OcrSettings
 
     settings = BuildSettings(
         chunker=ChunkerSettings(max_tokens=args.max_tokens, overlap=args.overlap),
@@ -50,6 +56,8 @@ def run_build(args) -> int:
         max_file_mb=args.max_file_mb,
         doc_timeout_s=args.doc_timeout,
         wait_for_lock=args.wait,
+        # No --ocr: auto where Tesseract is installed; languages and dpi apply either way.
+        ocr=OcrSettings(OcrMode(args.ocr or "auto"), args.ocr_lang, args.ocr_dpi),
     )
     bar = None
 
@@ -74,6 +82,8 @@ def run_build(args) -> int:
     print(f"  chunks: {report.chunks} ({report.chunks_embedded} embedded, {report.chunks_reused} reused)")
     if report.full_reason and report.full_reason != "new index":
         print(f"  full build: {report.full_reason}")
+    if report.ocr != "off":
+        print(f"  OCR ({report.ocr}): {report.ocr_pages} PDF pages read")
     if report.skipped:
         print(f"  skipped {len(report.skipped)} file(s) of unknown type: {', '.join(report.skipped[:5])}"
               + (" ..." if len(report.skipped) > 5 else ""))
