@@ -31,6 +31,7 @@ from schemas.errors import OcrError
 from schemas.records import OcrMode, ParsedDocument
 
 AUTO = OcrSettings(OcrMode.AUTO)
+INVOICE = "Invoice 4471 was paid on 12 March 2024 for $3,250.00 in full."
 LINES = [
     "The quarterly review found that storage costs fell by nine percent.",
     "Support tickets were answered within four hours on average.",
@@ -417,3 +418,72 @@ def test_a_scan_with_a_digital_stamp_is_read_whole_and_a_captioned_photo_is_not(
     page.insert_text((72, 320), "Figure 1: the data centre in Frankfurt.", fontname="helv", fontsize=10)
     kept = parse_pdf(photo.tobytes(), "photo.pdf", AUTO)
     assert not kept.pages[0].ocr and kept.text == "Figure 1: the data centre in Frankfurt."
+
+
+# -- citations on OCR text ----------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def ocr_index(tmp_path_factory, tesseract):
+    """A corpus of one scanned PDF (LINES as an image) and one born-digital PDF, built with OCR."""
+    from doubles import HashingEmbedder
+
+    from ingest.build import BuildSettings, build_index
+
+    corpus = tmp_path_factory.mktemp("ocr-corpus")
+    digital = pymupdf.open()
+    _text_page(digital, [*LINES, INVOICE])
+    (corpus / "scan.pdf").write_bytes(_scan_of(digital).tobytes())
+    (corpus / "digital.pdf").write_bytes(digital.tobytes())
+    index_dir = tmp_path_factory.mktemp("ocr-index")
+    report = build_index(corpus, index_dir, BuildSettings(workers=1), embedder=HashingEmbedder())
+    assert report.ocr == "auto eng 200 dpi" and report.ocr_pages == 1
+    return index_dir
+
+
+def test_a_citation_on_ocr_text_says_so_with_its_lowest_word_confidence(ocr_index):
+    import index
+    from index.verify import Verifier
+    from schemas.citations import CitationStatus, Support
+
+    idx = index.open(ocr_index)
+    assert idx.manifest.ocr == "auto eng 200 dpi"
+    verifier = Verifier(idx)
+    (chunk,) = idx.chunks_of("scan.pdf")
+    citation = verifier.cite(Support(chunk.chunk_id, "storage costs fell by nine percent"))
+    assert citation.status is CitationStatus.EXACT and citation.ocr
+    runs = [r for r in idx.pdf_char_runs("scan.pdf") if r.start < citation.doc_end and citation.doc_start < r.end]
+    assert citation.ocr_confidence == min(
+        int(r.ocr_confidence[max(citation.doc_start - r.start, 0) : citation.doc_end - r.start].min()) for r in runs
+    )
+    assert citation.rects and all(rect.page == 1 for rect in citation.rects)
+    (digital_chunk,) = idx.chunks_of("digital.pdf")
+    born_digital = verifier.cite(Support(digital_chunk.chunk_id, "storage costs fell by nine percent"))
+    assert born_digital.status is CitationStatus.EXACT and not born_digital.ocr and born_digital.ocr_confidence is None
+
+
+def test_a_misread_number_on_an_ocr_page_is_quote_not_found_naming_ocr(ocr_index):
+    import index
+    from index.verify import Verifier
+    from schemas.citations import CitationStatus, Support
+
+    idx = index.open(ocr_index)
+    (chunk,) = idx.chunks_of("scan.pdf")
+    assert INVOICE in chunk.text  # OCR read it right; a quote with one digit off must not pass
+    misread = INVOICE.replace("3,250.00", "3,520.00")
+    citation = Verifier(idx).cite(Support(chunk.chunk_id, misread))
+    assert citation.status is CitationStatus.QUOTE_NOT_FOUND
+    assert citation.ocr and "read by OCR" in citation.error
+    (digital_chunk,) = idx.chunks_of("digital.pdf")
+    plain = Verifier(idx).cite(Support(digital_chunk.chunk_id, misread))
+    assert plain.status is CitationStatus.QUOTE_NOT_FOUND and not plain.ocr and not plain.error
+
+
+def test_ocr_pages_are_recorded_in_pdf_pages_and_their_runs_carry_confidences(ocr_index):
+    import index
+
+    idx = index.open(ocr_index)
+    assert [p.ocr for p in idx.pdf_pages("scan.pdf")] == [True]
+    assert [p.ocr for p in idx.pdf_pages("digital.pdf")] == [False]
+    assert all(r.ocr_confidence is not None for r in idx.pdf_char_runs("scan.pdf"))
+    assert all(r.ocr_confidence is None for r in idx.pdf_char_runs("digital.pdf"))
