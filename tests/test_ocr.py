@@ -487,3 +487,22 @@ def test_ocr_pages_are_recorded_in_pdf_pages_and_their_runs_carry_confidences(oc
     assert [p.ocr for p in idx.pdf_pages("digital.pdf")] == [False]
     assert all(r.ocr_confidence is not None for r in idx.pdf_char_runs("scan.pdf"))
     assert all(r.ocr_confidence is None for r in idx.pdf_char_runs("digital.pdf"))
+
+
+def test_the_report_shows_that_a_citation_was_read_by_ocr(ocr_index):
+    import index
+    from index.verify import verify_answer
+    from index.viewer.report import render_report
+    from schemas.citations import Answer, Claim, Support
+
+    idx = index.open(ocr_index)
+    (scan,), (digital,) = idx.chunks_of("scan.pdf"), idx.chunks_of("digital.pdf")
+    answer = Answer("a1", (
+        Claim("c1", "Storage got cheaper.", (Support(scan.chunk_id, "storage costs fell by nine percent"),)),
+        Claim("c2", "Tickets were fast.", (Support(digital.chunk_id, "answered within four hours on average"),)),
+    ))
+    records, _summary = verify_answer(idx, answer)
+    confidence = records[0].citations[0].ocr_confidence
+    html = render_report(idx, records)
+    pills = re.findall(r'<span class="ocr-pill"[^>]*>([^<]*)</span>', html)
+    assert pills == [f"OCR · confidence {confidence}"] * 2  # the marker's popup and the source view
