@@ -83,7 +83,8 @@ def run_build(args) -> int:
     if report.full_reason and report.full_reason != "new index":
         print(f"  full build: {report.full_reason}")
     if report.ocr != "off":
-        print(f"  OCR ({report.ocr}): {report.ocr_pages} PDF pages read")
+        pages = "1 PDF page" if report.ocr_pages == 1 else f"{report.ocr_pages} PDF pages"
+        print(f"  OCR ({report.ocr}): {pages} read")
     if report.skipped:
         print(f"  skipped {len(report.skipped)} file(s) of unknown type: {', '.join(report.skipped[:5])}"
               + (" ..." if len(report.skipped) > 5 else ""))
@@ -152,6 +153,8 @@ def run_stats(args) -> int:
         "by_media_type": dict(collections.Counter(d.media_type.value for d in docs)),
         "pages": sum(d.n_pages for d in docs),
         "pages_without_text": sum(d.pages_without_text for d in docs),
+        "ocr": idx.manifest.ocr,
+        "pages_read_by_ocr": _pages_read_by_ocr(idx),
         "characters": sum(d.n_chars for d in docs),
         "chunks": idx.n_chunks,
         "failures": {d.doc_id: d.error for d in docs if d.error},
@@ -167,6 +170,12 @@ def run_stats(args) -> int:
         else:
             print(f"{key}: {value}")
     return EXIT_OK
+
+
+def _pages_read_by_ocr(idx) -> int:
+    import pyarrow.compute as pc
+
+    return int(pc.sum(idx.generation.table("pdf_pages", ["ocr"]).column("ocr")).as_py() or 0)
 
 
 @command("show", "Show one chunk: its text, offsets, pages and glyph boxes or HTML source range.", 'spanindex show build/sample-index "pricing/rate-card.pdf#tok:0"')
