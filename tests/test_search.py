@@ -51,5 +51,5 @@ def test_text_only_in_a_scanned_image_is_found_by_ocr_and_only_by_ocr(sample_ind
     if idx.manifest.ocr == "off":  # built where Tesseract is not installed: the scan has no text
         assert not found
         return
-    assert found and found[0].doc_id == "reports/rotated-and-scanned.pdf" and found[0].page_start == 3
+    assert found and found[0].doc_id == "reports/rotated-and-scanned.pdf" and found[0].page_start <= 3 <= found[0].page_end
     assert idx.pdf_page("reports/rotated-and-scanned.pdf", 3).ocr
