@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from pathlib import PurePosixPath
 
 from schemas.errors import DocumentError
+from schemas.limits import DocumentLimits
 from schemas.records import DocStatus, DocumentRecord, MediaType, OcrMode, OcrSettings, ParsedDocument
 
 # Bump when a parser would give other text or maps for the same bytes (2: HTML source_url;
@@ -45,10 +46,15 @@ class ParseOutcome:
 
 
 def parse_document(
-    source: bytes, doc_id: str, media_type: MediaType, max_bytes: int, ocr: OcrSettings = OcrSettings()
+    source: bytes,
+    doc_id: str,
+    media_type: MediaType,
+    limits: DocumentLimits = DocumentLimits(),
+    ocr: OcrSettings = OcrSettings(),
 ) -> ParseOutcome:
     """Parse one file's bytes; every outcome, failures included, is a document record.
 
+    Over one of ``limits`` (bytes, pages, characters of text) the record is an error with the reason.
     ``ocr`` says which PDF pages are read by OCR (``ingest.pdf_ocr``).
     """
     base = dict(
@@ -59,22 +65,25 @@ def parse_document(
     )
     if not source:
         return ParseOutcome(_failed(base, DocStatus.EMPTY, "empty file (0 bytes)"), None)
-    if len(source) > max_bytes:
-        reason = f"file too large: {len(source):,} bytes, the limit is {max_bytes:,} (--max-file-mb)"
+    if len(source) > limits.max_file_bytes:
+        reason = f"file too large: {len(source):,} bytes, the limit is {limits.max_file_bytes:,} (--max-file-mb)"
         return ParseOutcome(_failed(base, DocStatus.ERROR, reason), None)
     try:
-        parsed = _parser(media_type, ocr)(source, doc_id)
+        parsed = _parser(media_type, limits, ocr)(source, doc_id)
     except DocumentError as exc:
         return ParseOutcome(_failed(base, DocStatus.ERROR, exc.message), None)
+    if len(parsed.text) > limits.max_chars:
+        reason = f"{len(parsed.text):,} characters of text, over the limit of {limits.max_chars:,} (--max-chars)"
+        return ParseOutcome(_failed(base, DocStatus.ERROR, reason), None)
     return ParseOutcome(_parsed_record(base, parsed, ocr), parsed)
 
 
-def _parser(media_type: MediaType, ocr: OcrSettings):
+def _parser(media_type: MediaType, limits: DocumentLimits, ocr: OcrSettings):
     # Imported on use: a worker parsing only text files never loads PyMuPDF.
     if media_type is MediaType.PDF:
         from ingest.pdf import parse_pdf
 
-        return lambda source, doc_id: parse_pdf(source, doc_id, ocr)
+        return lambda source, doc_id: parse_pdf(source, doc_id, ocr, max_pages=limits.max_pages)
     if media_type is MediaType.HTML:
         from ingest.html import parse_html
 

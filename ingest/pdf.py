@@ -41,7 +41,7 @@ import pymupdf
 from ingest.pdf_ocr import OcrSettings, read_pages
 from ingest.pdf_page import BLOCK_SEPARATOR, EMPTY_PAGE, LINE_SEPARATOR, PAGE_SEPARATOR, PageText
 from ingest.pdf_visibility import hidden_codes, hidden_runs, styles_of_spans
-from schemas.errors import CorruptDocumentError, EncryptedDocumentError
+from schemas.errors import CorruptDocumentError, DocumentTooLargeError, EncryptedDocumentError
 from schemas.records import HiddenRun, MediaType, ParsedDocument, PdfCharRun, PdfPage
 
 __all__ = ["BLOCK_SEPARATOR", "LINE_SEPARATOR", "PAGE_SEPARATOR", "TEXT_FLAGS", "OcrSettings", "parse_pdf"]
@@ -74,12 +74,15 @@ _char_bbox = itemgetter("bbox")
 _char_is_synthetic = itemgetter("synthetic")
 
 
-def parse_pdf(source: bytes, doc_id: str, ocr: OcrSettings | None = None) -> ParsedDocument:
+def parse_pdf(
+    source: bytes, doc_id: str, ocr: OcrSettings | None = None, *, max_pages: int | None = None
+) -> ParsedDocument:
     """Parse PDF bytes into the document text, its pages and the glyph boxes of its characters.
 
     Raises ``EncryptedDocumentError`` when a user password is needed and
     ``CorruptDocumentError`` when MuPDF cannot open the file, it has no pages, or
-    no page can be read. Pages without a text layer are not an error: they have
+    no page can be read, and ``DocumentTooLargeError`` when it has more than ``max_pages``
+    (before any page is read). Pages without a text layer are not an error: they have
     ``has_text=False`` and a warning names them. With ``ocr`` (see
     ``ingest.pdf_ocr``), Tesseract reads the pages it selects, and their text
     and boxes come from OCR (``PdfPage.ocr``, ``PdfCharRun.ocr_confidence``).
@@ -95,6 +98,10 @@ def parse_pdf(source: bytes, doc_id: str, ocr: OcrSettings | None = None) -> Par
     with _quiet_mupdf():
         doc = _open_pdf(bytes(source), doc_id)
         try:
+            if max_pages is not None and doc.page_count > max_pages:
+                raise DocumentTooLargeError(
+                    f"{doc.page_count:,} pages, over the limit of {max_pages:,} (--max-pages)", doc_id=doc_id
+                )
             parsed = _parse_open_document(doc, doc_id, ocr or OcrSettings())
         finally:
             doc.close()
