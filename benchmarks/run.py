@@ -44,6 +44,7 @@ def main() -> None:
         bench_chunk_stability()
         bench_large_text(work)
         bench_throughput(args.skip_model)
+        bench_ocr()
     finally:
         shutil.rmtree(work, ignore_errors=True)
     Path(args.output).parent.mkdir(parents=True, exist_ok=True)
@@ -82,6 +83,32 @@ def _test_embedder():
     from doubles import HashingEmbedder
 
     return HashingEmbedder()
+
+
+def bench_ocr() -> None:
+    """Born-digital pages rendered to image-only PDFs, read back by OCR: accuracy, placement, speed."""
+    from benchmarks.ocr import run
+    from ingest.ocr import find_tesseract
+    from schemas.errors import OcrError
+
+    print("== OCR (pages rendered at 200 dpi, read back by Tesseract)")
+    try:
+        find_tesseract("eng")
+    except OcrError as exc:
+        report("ocr_skipped", exc.message, f"  skipped: {exc.message}")
+        return
+    totals = run(progress=print)["totals"]
+    report("ocr_pages", totals["pages"], f"  {totals['pages']} pages of running English text")
+    report("ocr_word_recall", round(totals["word_recall"], 4),
+           f"  words found: {totals['word_recall']:.1%} (lowest page {totals['min_page_recall']:.1%}); "
+           f"characters {totals['char_accuracy']:.1%}")
+    report("ocr_words_placed", round(totals["placed"], 4),
+           f"  matched words on the original word: {totals['placed']:.1%} (lowest page {totals['min_page_placed']:.1%})")
+    report("ocr_sentences_verified", round(totals["verified"], 4),
+           f"  quoted sentences verified: {totals['verified']:.1%}, on the right lines {totals['landed']:.1%} "
+           f"of {totals['sentences']}")
+    report("ocr_pages_per_s", round(totals["ocr_pages_per_s"], 3),
+           f"  OCR: {totals['ocr_pages_per_s']:.2f} pages/s in one process (rendering included)")
 
 
 def report(key: str, value, text: str) -> None:

@@ -74,14 +74,33 @@ class Verifier:
         if found.status.verified:
             return checked.placed(self.place(chunk, found.char_start, found.char_end, found.occurrences))
         found_elsewhere = None
+        ocr: dict = {}
         if found.status is CitationStatus.QUOTE_NOT_FOUND:
             found_elsewhere = find_in_document(self.index.doc_text(chunk.doc_version), support.quote)
+            ocr = self._ocr_diagnostic(chunk)
         return dataclasses.replace(
             checked,
             chunk_id=chunk.chunk_id,
             doc_id=chunk.doc_id,
             doc_version=chunk.doc_version,
             found_elsewhere=found_elsewhere,
+            **ocr,
+        )
+
+    def _ocr_diagnostic(self, chunk: Chunk) -> dict:
+        """A quote not found in text that OCR read: say so (the page may say what OCR misread)."""
+        if self._media_type(chunk.doc_id) is not MediaType.PDF:
+            return {}
+        confidence = self.index.pdf_char_map(chunk.doc_id).ocr_confidence(chunk.start, chunk.end)
+        if confidence is None:
+            return {}
+        return dict(
+            ocr=True,
+            ocr_confidence=confidence,
+            error=(
+                f"quote not found in text read by OCR (lowest word confidence in the chunk: {confidence}): "
+                "OCR may have misread the page; compare the quote with the page image"
+            ),
         )
 
     def locate(self, citation: Citation, chunk: Chunk, char_start: int, char_end: int, *, occurrences: int = 1) -> Citation:
@@ -120,7 +139,11 @@ class Verifier:
             rects = tuple(char_map.rects(doc_text, doc_start, doc_end))
             page = rects[0].page if rects else char_map.page_of(doc_start)
             label = self.index.page_labels(chunk.doc_id).get(page, "") if page else ""
-            return dataclasses.replace(span, page=page, page_label=label, rects=rects, locator=pdf_locator(page))
+            confidence = char_map.ocr_confidence(doc_start, doc_end)
+            return dataclasses.replace(
+                span, page=page, page_label=label, rects=rects, locator=pdf_locator(page),
+                ocr=confidence is not None, ocr_confidence=confidence,
+            )
         if media_type is MediaType.HTML:
             src_start, src_end = self.index.html_source_map(chunk.doc_id).source_range(doc_start, doc_end)
             locator = text_fragment(doc_text, doc_start, doc_end)

@@ -10,6 +10,7 @@ chunk whose normalised text was embedded before is never embedded again.
 from __future__ import annotations
 
 import collections
+import dataclasses
 import os
 import shutil
 import time
@@ -17,11 +18,14 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import pyarrow.compute as pc
+
 from ingest.embed import Embedder, VectorQueue
 from ingest.faiss_index import build_ann, check_factory, id_changes, plan_index, update_ann, update_reason
 from ingest.html_layout import LayoutError, LayoutStats, close_shared_browser, layout_engine
 from ingest.lock import BuildLock
 from ingest.model import ModelInfo, resolve_model
+from ingest.ocr import describe, resolve_ocr
 from ingest.normalize import NORMALIZER_VERSION
 from ingest.parse import PARSER_VERSION, media_type_of
 from ingest.pool import process_in_workers
@@ -34,7 +38,7 @@ from schemas.ann import AUTO_FACTORY
 from schemas.embedding import Device, EmbedBackend
 from schemas.layout import FAISS_FILE, IndexPaths, read_current
 from schemas.limits import MAX_DOC_CHARS, MAX_FILE_MB, MAX_PDF_PAGES
-from schemas.records import ChunkerSettings, DocStatus, Manifest, MediaType
+from schemas.records import ChunkerSettings, DocStatus, Manifest, MediaType, OcrSettings
 from schemas.tables import FORMAT_VERSION
 
 
@@ -56,6 +60,7 @@ class BuildSettings:
     wait_for_lock: bool = False
     embed_batch: int = 256
     html_layout: bool = False  # lay HTML pages out in headless Chromium: boxes and hidden text
+    ocr: OcrSettings | None = None  # None: --ocr auto where Tesseract is installed, else none
 
 
 @dataclass(frozen=True, slots=True)
@@ -90,6 +95,8 @@ class BuildReport:
     ann_updated: bool = False  # the live index was updated in place rather than built anew
     ann_reason: str = ""  # why it was built anew, where there was a live one
     ann_seconds: float = 0.0
+    ocr: str = "off"  # the OCR this build did, as the manifest records it
+    ocr_pages: int = 0  # PDF pages of changed documents whose text OCR read
     seconds: float = 0.0
     parse_seconds: float = 0.0  # summed over workers
     worker_peak_rss_mb: float = 0.0  # the largest parsing process's peak memory
@@ -142,6 +149,8 @@ def build_index(
 
             embedder = make_embedder(model, settings.embed_backend, settings.device)
         check_factory(settings.faiss_factory, embedder.dim)
+        ocr, ocr_skipped = resolve_ocr(settings.ocr)  # once per build, not per file
+        settings = dataclasses.replace(settings, ocr=ocr)
         live, full_reason = LiveGeneration.open_compatible(paths, settings, embedder, NORMALIZER_VERSION)
         name = _next_generation_name(paths)
         report = BuildReport(generation=name, full_reason=full_reason)
@@ -150,6 +159,9 @@ def build_index(
                 report.html_layout = layout_engine()
             except LayoutError as exc:  # said once; everything else is built as without the stage
                 report.warnings.append(f"HTML layout skipped: {exc.message}")
+        report.ocr = describe(ocr)
+        if ocr_skipped:
+            report.warnings.append(ocr_skipped)
         tmp_dir = paths.generations / f".{name}.tmp-{os.getpid()}"
         writer = GenerationWriter(tmp_dir, embedder.model_id, embedder.dim)
         try:
@@ -198,6 +210,8 @@ def _write_generation(corpus, paths, settings, model, embedder, live, writer, re
                 report.added += 1
             for table_name, rows in result.tables.items():
                 writer.add_rows(table_name, rows)
+                if table_name == "pdf_pages":
+                    report.ocr_pages += int(pc.sum(rows.column("ocr")).as_py() or 0)
             if result.chunks is not None:
                 writer.add_rows("chunks", vectors.assign(result.chunks, result.embed_texts))
             if result.internal_error:
@@ -238,6 +252,7 @@ def _write_generation(corpus, paths, settings, model, embedder, live, writer, re
         ann=ann,
         embed_backend=str(embedder.backend),
         embed_device=str(getattr(embedder, "device", "")),
+        ocr=describe(settings.ocr),
         n_documents=len(files_sha),
         n_chunks=writer.n_rows["chunks"],
         documents_by_status=dict(sorted(report.by_status.items())),
@@ -286,6 +301,7 @@ def _process_all(files, paths, settings: BuildSettings, model: ModelInfo, live_f
         max_pages=settings.max_pages,
         max_chars=settings.max_chars,
         html_layout=html_layout,
+        ocr=settings.ocr,
     )
     jobs = [FileJob(path, doc_id, media_type_of(doc_id), live_files.get(doc_id)) for doc_id, path in files]
     workers = settings.workers or os.cpu_count() or 1

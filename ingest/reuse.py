@@ -12,12 +12,13 @@ from dataclasses import dataclass
 import numpy as np
 
 from ingest.embed import Embedder, VectorQueue
+from ingest.ocr import describe
 from ingest.parse import PARSER_VERSION
 from ingest.previous import PublishedGeneration
 from ingest.write import GenerationWriter
 from schemas.errors import IndexFormatError
 from schemas.layout import IndexPaths, read_current
-from schemas.records import DocumentRecord
+from schemas.records import DocumentRecord, OcrSettings
 from schemas.tables import DOCUMENT_MAP_TABLES, document_records
 
 MAP_TABLES = DOCUMENT_MAP_TABLES
@@ -52,6 +53,7 @@ class LiveGeneration:
                 ("chunker settings", m.chunker != settings.chunker),
                 ("normaliser version", m.normalizer_version != normalizer_version),
                 ("parser version", m.parser_version != PARSER_VERSION),
+                ("OCR settings", m.ocr != describe(settings.ocr or OcrSettings())),
             ]
             if differs
         ]

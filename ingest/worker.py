@@ -25,7 +25,7 @@ from ingest.parse import parse_document
 from ingest.publish import write_once
 from schemas.layout import IndexPaths
 from schemas.limits import MAX_DOC_CHARS, MAX_PDF_PAGES, DocumentLimits
-from schemas.records import ChunkerSettings, DocStatus, DocumentRecord, MediaType, ParsedDocument
+from schemas.records import ChunkerSettings, DocStatus, DocumentRecord, MediaType, OcrSettings, ParsedDocument
 from schemas.tables import (
     chunks_table,
     hidden_text_table,
@@ -48,6 +48,7 @@ class WorkerSettings:
     max_pages: int = MAX_PDF_PAGES
     max_chars: int = MAX_DOC_CHARS
     html_layout: bool = False  # lay HTML pages out in a browser (boxes, hidden text)
+    ocr: OcrSettings = OcrSettings()  # resolved by the build: OFF where Tesseract is missing
 
 
 @dataclass(frozen=True, slots=True)
@@ -150,7 +151,7 @@ def _process(job: FileJob, settings: WorkerSettings) -> DocResult:
         return DocResult(job.doc_id, None)
 
     limits = DocumentLimits(settings.max_file_bytes, settings.max_pages, settings.max_chars)
-    outcome = parse_document(source, job.doc_id, job.media_type, limits)
+    outcome = parse_document(source, job.doc_id, job.media_type, limits, settings.ocr)
     record, parsed = outcome.record, outcome.parsed
     if parsed is None:
         return DocResult(job.doc_id, record)

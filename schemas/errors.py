@@ -79,3 +79,7 @@ class ModelError(SpanindexError):
 
 class AnswerFormatError(SpanindexError):
     """An answer or citation file is not in a shape we accept."""
+
+
+class OcrError(SpanindexError):
+    """Tesseract is missing, cannot read the asked languages, or failed on a page."""

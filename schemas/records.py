@@ -38,6 +38,14 @@ class RunKind(StrEnum):
     SYNTHETIC = "synthetic"  # a separator the parser inserted: empty source range
 
 
+class OcrMode(StrEnum):
+    """Which pages of a PDF are read by OCR."""
+
+    OFF = "off"
+    AUTO = "auto"  # pages with no usable text layer (none, or one that is not text)
+    FORCE = "force"  # every page, its text layer set aside
+
+
 class HiddenReason(StrEnum):
     """Why a reader cannot see a run of document text (it stays in the text, out of embeddings)."""
 
@@ -46,6 +54,7 @@ class HiddenReason(StrEnum):
     TRANSPARENT = "transparent"  # opacity or alpha 0
     TINY = "tiny"  # font size below 1 pt (PDF) or 1 CSS px (HTML)
     CLIPPED = "clipped"  # clipped away (a clip path, overflow hidden)
+    COVERED = "covered"  # painted over by an opaque box or image that shows nothing of it (PDF)
     OFF_PAGE = "off_page"  # outside the page or positioned off the screen
     CSS_HIDDEN = "css_hidden"  # display:none or visibility:hidden (through a style sheet or inline)
     ARIA_HIDDEN = "aria_hidden"  # in an aria-hidden subtree with no visible box
@@ -78,6 +87,7 @@ class PdfPage:
     rotation: int
     label: str  # printed page label, "" where the PDF defines none
     has_text: bool
+    ocr: bool = False  # its text was read by OCR from the rendered page
 
 
 @dataclass(frozen=True, slots=True, eq=False)
@@ -87,12 +97,16 @@ class PdfCharRun:
     ``glyph_boxes`` has shape (end - start, 4): x0, y0, x1, y1 in points, top-left
     origin of the displayed page (rotation applied). The boxes of an HTML page's browser
     layout (``html_boxes``) have this shape too, in CSS px of their page of the layout.
+    A run read by OCR has
+    ``ocr_confidence``: for each character, the confidence (0-100) Tesseract gave
+    its word; ``None`` for characters of a text layer.
     """
 
     page: int
     start: int
     end: int
     glyph_boxes: np.ndarray
+    ocr_confidence: np.ndarray | None = None  # uint8 (end - start,)
 
 
 @dataclass(frozen=True, slots=True)
@@ -196,6 +210,15 @@ class ChunkerSettings:
 
 
 @dataclass(frozen=True, slots=True)
+class OcrSettings:
+    """Which PDF pages a build reads by OCR, in which languages, at which resolution."""
+
+    mode: OcrMode = OcrMode.OFF
+    languages: str = "eng"  # Tesseract's syntax: "eng+deu+jpn"
+    dpi: int = 200
+
+
+@dataclass(frozen=True, slots=True)
 class Manifest:
     """manifest.json of one generation."""
 
@@ -214,6 +237,7 @@ class Manifest:
     table_sha256: dict[str, str] = field(default_factory=dict)  # file name -> sha256
     parser_version: int = 1
     model_path: str = ""  # where the model was loaded from (a local folder; never a hub)
+    ocr: str = "off"  # the OCR the PDFs were read with ("auto eng 200 dpi"); a change reparses them
     warnings: tuple[str, ...] = ()
     # What ran the model (an EmbedBackend value; "torch" for indexes older than the field):
     # every vector of a generation comes from it, and a build with another one embeds anew.

@@ -28,7 +28,8 @@ from schemas.records import (
     RunKind,
 )
 
-FORMAT_VERSION = 4  # 2: documents.source_url; 3: hidden_text, chunks.n_hidden, documents.n_hidden_chars; 4: html_boxes
+FORMAT_VERSION = 4  # 2: documents.source_url; 3: hidden_text, chunks.n_hidden, documents.n_hidden_chars;
+# 4: html_boxes, pdf_pages.ocr, pdf_chars.ocr_confidence
 META_TABLE = b"spanindex.table"
 META_FORMAT = b"spanindex.format_version"
 META_MODEL = b"spanindex.model_id"
@@ -83,6 +84,7 @@ PDF_CHARS = pa.schema(
         ("start", pa.int64()),
         ("end", pa.int64()),
         ("boxes", pa.list_(pa.float32())),
+        ("ocr_confidence", pa.list_(pa.uint8())),  # null for characters of a text layer
     ]
 )
 
@@ -104,6 +106,7 @@ PDF_PAGES = pa.schema(
         ("rotation", pa.int16()),
         ("label", pa.string()),
         ("has_text", pa.bool_()),
+        ("ocr", pa.bool_()),
     ]
 )
 
@@ -250,6 +253,9 @@ def pdf_chars_table(doc_id: str, doc_version: str, runs: Sequence[PdfCharRun]) -
         else np.zeros(0, dtype=np.float32)
     )
     boxes = pa.ListArray.from_arrays(pa.array(offsets), pa.array(flat, type=pa.float32()))
+    confidence = pa.array(
+        [None if r.ocr_confidence is None else r.ocr_confidence.tolist() for r in runs], pa.list_(pa.uint8())
+    )
     return pa.Table.from_arrays(
         [
             pa.array([doc_id] * n, pa.string()),
@@ -258,6 +264,7 @@ def pdf_chars_table(doc_id: str, doc_version: str, runs: Sequence[PdfCharRun]) -
             pa.array([r.start for r in runs], pa.int64()),
             pa.array([r.end for r in runs], pa.int64()),
             boxes,
+            confidence,
         ],
         schema=PDF_CHARS,
     )
@@ -320,8 +327,12 @@ def pdf_char_runs(table: pa.Table) -> list[PdfCharRun]:
     boxes = table.column("boxes").combine_chunks()
     flat = boxes.values.to_numpy(zero_copy_only=False)
     offsets = boxes.offsets.to_numpy()
+    confidences = table.column("ocr_confidence").to_pylist()
     return [
-        PdfCharRun(p, s, e, flat[offsets[i] : offsets[i + 1]].reshape(-1, 4))
+        PdfCharRun(
+            p, s, e, flat[offsets[i] : offsets[i + 1]].reshape(-1, 4),
+            None if confidences[i] is None else np.asarray(confidences[i], dtype=np.uint8),
+        )
         for i, (p, s, e) in enumerate(zip(pages, starts, ends))
     ]
 

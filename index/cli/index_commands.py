@@ -46,6 +46,12 @@ def _build(p: argparse.ArgumentParser) -> None:
     p.add_argument("--html-layout", action="store_true",
                    help="lay HTML pages out in headless Chromium (/usr/bin/chromium): a box per character, "
                         "pages for citations, hidden text found through style sheets")
+    p.add_argument("--ocr", choices=["auto", "off", "force"],
+                   help="read PDF pages by OCR (Tesseract): auto reads pages without a usable text layer, "
+                        "force every page (default: auto where tesseract is installed, else off)")
+    p.add_argument("--ocr-lang", default="eng", metavar="LANGS",
+                   help="Tesseract languages, e.g. eng+deu+jpn (default eng; each needs its tesseract-ocr-LANG pack)")
+    p.add_argument("--ocr-dpi", type=int, default=200, metavar="DPI", help="resolution pages are read at (default 200)")
     p.add_argument("--wait", action="store_true", help="wait for another build on this index instead of refusing")
     p.add_argument("--strict", action="store_true", help="exit 1 when any document failed")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
@@ -58,7 +64,7 @@ def run_build(args) -> int:
 
     from ingest.build import BuildSettings, build_index
     from schemas.embedding import Device, EmbedBackend
-    from schemas.records import ChunkerSettings
+    from schemas.records import ChunkerSettings, OcrMode, OcrSettings
 
     settings = BuildSettings(
         chunker=ChunkerSettings(max_tokens=args.max_tokens, overlap=args.overlap),
@@ -76,6 +82,8 @@ def run_build(args) -> int:
         doc_timeout_s=args.doc_timeout,
         wait_for_lock=args.wait,
         html_layout=args.html_layout,
+        # No --ocr: auto where Tesseract is installed; languages and dpi apply either way.
+        ocr=OcrSettings(OcrMode(args.ocr or "auto"), args.ocr_lang, args.ocr_dpi),
     )
     bar = None
 
@@ -109,6 +117,9 @@ def run_build(args) -> int:
         print(f"  HTML layout ({report.html_layout}): {lay.documents} page(s) laid out in {lay.seconds:.1f} s, "
               f"{lay.boxed} of {lay.source_chars} characters boxed, {lay.hidden} hidden, {lay.not_laid_out} not laid out, "
               f"{lay.unmatched} unmatched" + (f"; {lay.failed} failed (indexed without boxes)" if lay.failed else ""))
+    if report.ocr != "off":
+        pages = "1 PDF page" if report.ocr_pages == 1 else f"{report.ocr_pages} PDF pages"
+        print(f"  OCR ({report.ocr}): {pages} read")
     if report.skipped:
         print(f"  skipped {len(report.skipped)} file(s) of unknown type: {', '.join(report.skipped[:5])}"
               + (" ..." if len(report.skipped) > 5 else ""))
@@ -184,6 +195,8 @@ def run_stats(args) -> int:
         "by_media_type": dict(collections.Counter(d.media_type.value for d in docs)),
         "pages": sum(d.n_pages for d in docs),
         "pages_without_text": sum(d.pages_without_text for d in docs),
+        "ocr": idx.manifest.ocr,
+        "pages_read_by_ocr": _pages_read_by_ocr(idx),
         "characters": sum(d.n_chars for d in docs),
         "chunks": idx.n_chunks,
         "failures": {d.doc_id: d.error for d in docs if d.error},
@@ -200,6 +213,12 @@ def run_stats(args) -> int:
         else:
             print(f"{key}: {value}")
     return EXIT_OK
+
+
+def _pages_read_by_ocr(idx) -> int:
+    import pyarrow.compute as pc
+
+    return int(pc.sum(idx.generation.table("pdf_pages", ["ocr"]).column("ocr")).as_py() or 0)
 
 
 def _hidden_summary(idx, doc_id: str) -> str:
