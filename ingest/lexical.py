@@ -24,7 +24,7 @@ Tokens. The same function tokenises chunks and queries:
 - Latin, Greek and Cyrillic diacritics and Arabic short vowels are removed,
   Arabic and Persian letter variants folded (ي/ى→ی, ك→ک, أ/إ/آ→ا), so a query
   typed without them still matches;
-- a word is a run of letters and digits (``_`` and punctuation separate);
+- a word is a run of letters, digits and combining marks (anything else separates);
 - scripts written without spaces between words (Han, Hiragana, Katakana, Thai,
   Lao, Khmer, Myanmar) and Hangul, whose words carry attached particles, are
   cut into overlapping character bigrams (a single character stays a unigram):
@@ -47,6 +47,7 @@ from pathlib import Path
 import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
+import regex
 
 from ingest.normalize import is_no_space_script
 
@@ -66,7 +67,8 @@ LEXICAL = pa.schema(
     ]
 )
 
-_WORD = re.compile(r"[^\W_]+")
+# Letters, digits and the marks that belong to them (Indic vowel signs, viramas).
+_WORD = regex.compile(r"[\p{L}\p{N}\p{M}]+")
 # As in ingest.normalize: a hyphen (or soft hyphen) at a line end between two letters joins them.
 _HYPHEN_BREAK = re.compile(r"(?<=[^\W\d_])[-\u00ad\u2010\u2011][ \t]*(?:\r\n|\r|\n|\f)\s*(?=[^\W\d_])")
 _INVISIBLE = dict.fromkeys(map(ord, "\u00ad\u200b\u200c\u200d\u2060\ufeff"))
