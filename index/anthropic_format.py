@@ -43,8 +43,10 @@ from schemas.citations import Answer, Claim, ClaimRecord, Policy, Support, Verif
 from schemas.errors import AnswerFormatError
 from schemas.records import SearchHit
 
-# A piece ends after a sentence end and the whitespace that follows it, or at a blank line.
-_PIECE_END = re.compile(r"(?<=[.!?。！？])\s+|\n\s*\n\s*|(?<=[。！？])")
+# A piece ends after a sentence end and the whitespace that follows it, or at a blank line;
+# a piece with fewer than _MIN_PIECE visible characters ("1. ", "Table 2") joins the next one.
+_PIECE_END = re.compile(r"(?<=[.!?])\s+|\n\s*\n\s*|(?<=[。！？])")
+_MIN_PIECE = 12
 _MAX_PIECE = 600  # longer pieces (tables, lists without full stops) are also cut at line breaks
 _LINE_END = re.compile(r"\n\s*")
 
@@ -52,9 +54,9 @@ _LINE_END = re.compile(r"\n\s*")
 def citable_pieces(text: str) -> list[tuple[int, int]]:
     """``text`` cut into ``[start, end)`` pieces that cover it exactly, each with visible text.
 
-    >>> text = "Overage is $0.12. It is billed monthly.\\n\\nTable 2\\n"
+    >>> text = "1. Overage is $0.12. It is billed monthly.\\n\\nTable 2\\n"
     >>> [text[a:b] for a, b in citable_pieces(text)]
-    ['Overage is $0.12. ', 'It is billed monthly.\\n\\n', 'Table 2\\n']
+    ['1. Overage is $0.12. ', 'It is billed monthly.\\n\\nTable 2\\n']
     """
     cuts = [m.end() for m in _PIECE_END.finditer(text)]
     pieces = _pieces(text, cuts)
@@ -74,14 +76,12 @@ def _pieces(text: str, cuts: list[int], start: int = 0, end: int | None = None) 
     for cut in [*cuts, end]:
         if cut <= start or cut > end:
             continue
-        if text[start:cut].strip() or not pieces:
+        if len("".join(text[start:cut].split())) >= _MIN_PIECE or cut == end:
             pieces.append((start, cut))
-        else:  # whitespace alone is not a block: it joins the piece before it
-            pieces[-1] = (pieces[-1][0], cut)
-        start = cut
-    if len(pieces) > 1 and not text[pieces[0][0] : pieces[0][1]].strip():
-        pieces[1] = (pieces[0][0], pieces[1][1])
-        pieces.pop(0)
+            start = cut
+    if len(pieces) > 1 and len("".join(text[slice(*pieces[-1])].split())) < _MIN_PIECE:
+        last = pieces.pop()  # a short tail joins the piece before it
+        pieces[-1] = (pieces[-1][0], last[1])
     return pieces
 
 

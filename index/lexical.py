@@ -12,16 +12,16 @@ import json
 import numpy as np
 import pyarrow as pa
 
-from ingest.lexical import B, K1, META_LEXICAL, METHOD, TOKENIZER_VERSION, lexical_tokens
+from ingest.lexical import B, K1, METHOD, TOKENIZER_VERSION, lexical_tokens
 from schemas.errors import IndexFormatError
+from schemas.tables import META_LEXICAL
 
 
 class LexicalIndex:
     """The BM25 postings of one generation, held as flat arrays (CSC: one column per token).
 
-    >>> from ingest.lexical import lexical_table, lexical_metadata
-    >>> table = lexical_table(["overage is billed per call", "billed monthly", "a price list"])
-    >>> lexical = LexicalIndex(table.replace_schema_metadata(lexical_metadata(3)), "example")
+    >>> from ingest.lexical import lexical_table
+    >>> lexical = LexicalIndex(lexical_table(["overage is billed per call", "billed monthly", "a price list"]), "example")
     >>> [int(i) for i in lexical.top("billed per call", 5)[0]]
     [0, 1]
     """

@@ -75,13 +75,14 @@ class VerifyResult(TypedDict):
 
 def make_server(index_dir: str | Path, *, embedder=None) -> MCPServer:
     """The MCP server of the index at ``index_dir`` (call ``.run("stdio")`` to serve it).
+    ``embedder``: for an index built with an embedder of your own (see ``index.open``).
 
     >>> make_server("build/sample-index").run("stdio")   # doctest: +SKIP
     """
     import index
     from index.reader import follow_current
 
-    state = {"index": index.open(index_dir, **({"embedder": embedder} if embedder is not None else {}))}
+    state = {"index": index.open(index_dir, embedder=embedder)}
 
     def live():
         state["index"] = follow_current(state["index"])
@@ -94,11 +95,11 @@ def make_server(index_dir: str | Path, *, embedder=None) -> MCPServer:
         description="The k chunks that best match `query`, best first, each with its exact text, its "
         "span (code points into the document text), its pages and a locator that opens the source "
         "there. mode: dense (embeddings), lexical (BM25: names, numbers, exact phrases) or hybrid "
-        "(both, fused by reciprocal rank); omit it for the index's default.",
+        "(both, fused by reciprocal rank); omit it for the default (lexical).",
     )
     def search(query: str, k: int = 5, mode: Literal["dense", "lexical", "hybrid"] | None = None) -> SearchResult:
         idx = live()
-        hits = _call(lambda: idx.search(query, k) if mode is None else idx.search(query, k, mode=mode))
+        hits = _call(lambda: idx.search(query, k, mode=mode))
         return SearchResult(query=query, mode=mode or "", hits=[_hit(idx, h) for h in hits])
 
     @server.tool(
@@ -112,10 +113,10 @@ def make_server(index_dir: str | Path, *, embedder=None) -> MCPServer:
     def verify(
         claims: list[ClaimIn], answer_id: str = "", policy: Literal["mark", "drop", "refuse"] = "mark"
     ) -> VerifyResult:
-        from index.answers import parse_answer
-        from index.records_io import to_json
         from index.verify import verify_answer
+        from schemas.answer_json import parse_answer
         from schemas.citations import Policy
+        from schemas.record_json import to_json
 
         idx = live()
         answer = _call(lambda: parse_answer({"answer_id": answer_id, "claims": claims}, where="claims"))
@@ -128,8 +129,8 @@ def make_server(index_dir: str | Path, *, embedder=None) -> MCPServer:
         "document offsets, page, rectangles or HTML source range, and the locator.",
     )
     def resolve(chunk_id: str, quote: str) -> dict[str, Any]:
-        from index.records_io import to_json
         from index.verify import resolve as resolve_quote
+        from schemas.record_json import to_json
 
         idx = live()
         return to_json(_call(lambda: resolve_quote(idx, chunk_id, quote)))
@@ -152,7 +153,3 @@ def _call(work):
     except SpanindexError as exc:  # a user error the agent can act on, not a crash
         raise ToolError(str(exc)) from None
 
-
-def serve(index_dir: str | Path) -> None:
-    """Serve the index over stdio until the client closes the connection."""
-    make_server(index_dir).run("stdio")

@@ -80,6 +80,7 @@ class BuildReport:
     parse_seconds: float = 0.0  # summed over workers
     worker_peak_rss_mb: float = 0.0  # the largest parsing process's peak memory
     embed_seconds: float = 0.0
+    lexical_seconds: float = 0.0  # building the BM25 table of every chunk
     warnings: list[str] = field(default_factory=list)
 
 
@@ -209,7 +210,9 @@ def _write_generation(corpus, paths, settings, model, embedder, live, writer, re
         files=dict(sorted(files_sha.items())),
         warnings=tuple(w for w in [faiss_warning] if w),
     )
-    return writer.finish(manifest, faiss_index)
+    manifest = writer.finish(manifest, faiss_index)
+    report.lexical_seconds = writer.lexical_seconds
+    return manifest
 
 
 def _process_all(files, paths, settings: BuildSettings, model: ModelInfo, live_files) -> Iterator[DocResult]:

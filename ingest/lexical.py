@@ -3,10 +3,9 @@
 Names, part numbers, figures and exact phrases are what an embedding blurs and
 what a reader types; a BM25 index finds them. It is built with ``bm25s`` (the
 Lucene variant of BM25) from the texts of all chunks of the generation, in
-vector_id order, and stored as one Parquet table, one row per token:
-
-``token`` (string), ``vector_ids`` (list<int32>: the chunks holding it),
-``weights`` (list<float32>: its BM25 weight in each of them).
+vector_id order, and stored as one Parquet table (``lexical.parquet``, schema
+``schemas.tables.LEXICAL``), one row per token: ``token``, ``vector_ids`` (the
+chunks holding it), ``weights`` (its BM25 weight in each of them).
 
 A query's BM25 score for a chunk is the sum of the weights of the query's
 tokens in that chunk (``index.lexical`` reads the table; bm25s is needed to
@@ -50,22 +49,12 @@ import pyarrow.parquet as pq
 import regex
 
 from ingest.normalize import is_no_space_script
+from schemas.tables import LEXICAL, META_LEXICAL, with_metadata
 
 TOKENIZER_VERSION = 1  # bump when tokens would differ for the same text: the index must be rebuilt
 K1 = 1.5
 B = 0.75
 METHOD = "lucene"
-
-LEXICAL_TABLE = "lexical"
-LEXICAL_FILE = "lexical.parquet"
-META_LEXICAL = b"spanindex.lexical"
-LEXICAL = pa.schema(
-    [
-        ("token", pa.string()),
-        ("vector_ids", pa.list_(pa.int32())),
-        ("weights", pa.list_(pa.float32())),
-    ]
-)
 
 # Letters, digits and the marks that belong to them (Indic vowel signs, viramas).
 _WORD = regex.compile(r"[\p{L}\p{N}\p{M}]+")
@@ -135,7 +124,8 @@ def lexical_tokens(text: str) -> list[str]:
 
 
 def lexical_table(texts: Iterable[str]) -> pa.Table:
-    """The BM25 table of ``texts`` (chunk i has vector_id i), weights computed by bm25s.
+    """The BM25 table of ``texts`` (chunk i has vector_id i), weights computed by bm25s;
+    its schema metadata holds the settings a reader checks (``lexical_metadata``).
 
     >>> table = lexical_table(["overage is billed per call", "billed monthly"])
     >>> dict(zip(table["token"].to_pylist(), table["vector_ids"].to_pylist()))["billed"]
@@ -148,7 +138,7 @@ def lexical_table(texts: Iterable[str]) -> pa.Table:
     for text in texts:
         corpus_ids.append([vocabulary.setdefault(token, len(vocabulary)) for token in lexical_tokens(text)])
     if not vocabulary:
-        return LEXICAL.empty_table()
+        return LEXICAL.empty_table().replace_schema_metadata(lexical_metadata(len(corpus_ids)))
     retriever = bm25s.BM25(k1=K1, b=B, method=METHOD)
     # Token ids are ours (the tuple form): bm25s builds no vocabulary of its own.
     retriever.index((corpus_ids, vocabulary), create_empty_token=False, show_progress=False)
@@ -165,7 +155,7 @@ def lexical_table(texts: Iterable[str]) -> pa.Table:
             pa.ListArray.from_arrays(offsets, pa.array(np.asarray(scores["indices"], dtype=np.int32))),
             pa.ListArray.from_arrays(offsets, pa.array(np.asarray(scores["data"], dtype=np.float32))),
         ],
-        schema=LEXICAL,
+        schema=LEXICAL.with_metadata(lexical_metadata(len(corpus_ids))),
     )
 
 
@@ -175,13 +165,10 @@ def lexical_metadata(n_chunks: int) -> dict[bytes, bytes]:
     return {META_LEXICAL: json.dumps(settings, sort_keys=True).encode("utf-8")}
 
 
-def write_lexical(path: Path, texts: Iterable[str], schema_metadata: dict[bytes, bytes]) -> int:
-    """Build the BM25 table of ``texts`` and write it to ``path``; returns the number of tokens.
-
-    ``schema_metadata`` is the table's spanindex metadata (name, format version, model).
-    """
-    texts = list(texts)
+def write_lexical(path: Path, texts: Iterable[str], model_id: str, model_dim: int) -> int:
+    """Build the BM25 table of the chunk ``texts`` (in vector_id order) and write it to
+    ``path``; returns the number of distinct tokens."""
     table = lexical_table(texts)
-    metadata = {**schema_metadata, **lexical_metadata(len(texts))}
+    metadata = {**with_metadata("lexical", model_id, model_dim).metadata, **table.schema.metadata}
     pq.write_table(table.replace_schema_metadata(metadata), path, compression="zstd")
     return table.num_rows

@@ -109,12 +109,24 @@ HTML_MAP = pa.schema(
     ]
 )
 
+# BM25 postings, one row per token (ingest.lexical writes it, index.lexical reads it):
+# the chunks (vector_ids) that hold the token, and its BM25 weight in each.
+LEXICAL = pa.schema(
+    [
+        ("token", pa.string()),
+        ("vector_ids", pa.list_(pa.int32())),
+        ("weights", pa.list_(pa.float32())),
+    ]
+)
+META_LEXICAL = b"spanindex.lexical"  # JSON: tokenizer version, BM25 k1, b and method, chunk count
+
 SCHEMAS: dict[str, pa.Schema] = {
     "documents": DOCUMENTS,
     "chunks": CHUNKS,
     "pdf_chars": PDF_CHARS,
     "pdf_pages": PDF_PAGES,
     "html_map": HTML_MAP,
+    "lexical": LEXICAL,
 }
 
 # Record type behind each table, and record field -> column where names differ.

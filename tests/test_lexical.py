@@ -12,9 +12,10 @@ import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from index.hybrid import fuse
+from index.fusion import fuse
 from index.lexical import LexicalIndex
 from ingest.lexical import lexical_metadata, lexical_table, lexical_tokens
+from schemas.tables import META_LEXICAL
 from schemas.errors import IndexFormatError
 from schemas.records import SearchHit
 
@@ -81,7 +82,7 @@ def test_tokens_of_space_separated_words_are_the_words_tokens(words):
 def test_scores_are_bm25s_scores(corpus, query):
     texts = [" ".join(words) for words in corpus]
     table = lexical_table(texts)
-    lexical = LexicalIndex(table.replace_schema_metadata(lexical_metadata(len(texts))), "test")
+    lexical = LexicalIndex(table, "test")
     query_text = " ".join(query)
     expected = np.zeros(len(texts))
     if table.num_rows:  # bm25s cannot index a corpus without a single token
@@ -96,12 +97,12 @@ def test_scores_are_bm25s_scores(corpus, query):
 
 def test_a_table_built_with_other_settings_is_refused():
     table = lexical_table(["one chunk"])
-    settings = json.loads(lexical_metadata(1)[b"spanindex.lexical"])
-    stale = {b"spanindex.lexical": json.dumps({**settings, "tokenizer_version": 0}).encode()}
+    settings = json.loads(lexical_metadata(1)[META_LEXICAL])
+    stale = {META_LEXICAL: json.dumps({**settings, "tokenizer_version": 0}).encode()}
     with pytest.raises(IndexFormatError, match="run `spanindex build` again"):
         LexicalIndex(table.replace_schema_metadata(stale), "old.parquet")
     with pytest.raises(IndexFormatError, match="not a spanindex lexical table"):
-        LexicalIndex(table, "plain.parquet")
+        LexicalIndex(table.replace_schema_metadata({}), "plain.parquet")
 
 
 def _hits(ids: list[str]) -> list[SearchHit]:

@@ -4,29 +4,25 @@ Schemas, whose results are what the library gives."""
 from __future__ import annotations
 
 import os
-import sys
 
 import anyio
 import pytest
 
 import index
 
-from conftest import ROOT
+from conftest import ROOT, spanindex_command
 
 mcp = pytest.importorskip("mcp")
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.spawns]
 
 QUERY = "How much is Growth plan overage per 1,000 API calls?"
 
 
 def _server(index_dir) -> "mcp.StdioServerParameters":
-    env = {**os.environ, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "PYTHONPATH": str(ROOT)}
-    return mcp.StdioServerParameters(
-        command=sys.executable,
-        args=["-c", "import sys; from index.mcp_server import serve; serve(sys.argv[1])", str(index_dir)],
-        env=env,
-        cwd=str(ROOT),
-    )
+    """`spanindex mcp DIR`, launched by the SDK's stdio client as an MCP host would launch it."""
+    command, *args = spanindex_command("mcp", index_dir)
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}
+    return mcp.StdioServerParameters(command=command, args=args, env=env, cwd=str(ROOT))
 
 
 def _session(index_dir, steps):

@@ -20,7 +20,7 @@ QUERIES = [
     "Which countries can employees work from?",
     "webhook retry limit",
 ]
-MODES = [None]
+MODES = [None, "dense", "lexical", "hybrid"]
 
 
 def cli_search(index_dir, query: str, k: int, mode: str | None) -> list[dict]:
@@ -57,6 +57,7 @@ def test_langchain_retriever_returns_what_spanindex_search_returns(sample_index,
     for document, hit in zip(documents, expected):
         assert isinstance(document, Document)
         _assert_same_place(idx, document.metadata, document.page_content, hit)
+        assert document.metadata["mode"] == (mode or "lexical")
 
 
 @pytest.mark.parametrize("mode", MODES)
@@ -74,6 +75,7 @@ def test_llamaindex_retriever_returns_what_spanindex_search_returns(sample_index
     for result, hit in zip(results, expected):
         node = result.node
         _assert_same_place(idx, node.metadata, node.get_content(MetadataMode.NONE), hit)
+        assert node.metadata["mode"] == (mode or "lexical")
         assert (node.start_char_idx, node.end_char_idx) == (hit["start"], hit["end"])
         assert node.relationships[NodeRelationship.SOURCE].node_id == hit["doc_id"]
         assert result.score == pytest.approx(hit["score"])

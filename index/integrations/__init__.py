@@ -32,8 +32,8 @@ def open_index(index_or_path):
     return index_or_path
 
 
-def hit_metadata(idx, hit: SearchHit, mode: str | None) -> dict:
-    """The flat metadata of one hit (str, int, float or None values only)."""
+def hit_metadata(idx, hit: SearchHit, mode: str) -> dict:
+    """The flat metadata of one hit (str, int, float or None values only); ``mode``: the one used."""
     link = hit_link(idx, hit)
     return {
         "chunk_id": hit.chunk_id,
@@ -49,12 +49,16 @@ def hit_metadata(idx, hit: SearchHit, mode: str | None) -> dict:
         "media_type": link.media_type,
         "rank": hit.rank,
         "score": hit.score,
-        "mode": mode or "",
+        "mode": mode,
     }
 
 
-def search(idx, query: str, k: int, mode: str | None) -> list[SearchHit]:
-    return idx.search(query, k) if mode is None else idx.search(query, k, mode=mode)
+def search(idx, query: str, k: int, mode: str | None) -> tuple[list[SearchHit], str]:
+    """The hits of ``Index.search`` and the mode it used (``mode``, or the default)."""
+    from index.search import search_mode
+
+    used = search_mode(idx, mode)
+    return idx.search(query, k, mode=used), used.value
 
 
 def missing(extra: str, package: str) -> ImportError:

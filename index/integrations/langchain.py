@@ -31,15 +31,15 @@ class SpanindexRetriever(BaseRetriever):
 
     index: Any
     k: int = 5
-    mode: str | None = None  # dense, lexical or hybrid; None: the index's default
+    mode: str | None = None  # dense, lexical or hybrid; None: the default (lexical)
 
     @classmethod
     def from_path(cls, path: str | Path, **kwargs) -> SpanindexRetriever:
         return cls(index=open_index(path), **kwargs)
 
     def _get_relevant_documents(self, query: str, *, run_manager: CallbackManagerForRetrieverRun) -> list[Document]:
-        idx = self.index
+        hits, mode = search(self.index, query, self.k, self.mode)
         return [
-            Document(page_content=hit.text, id=hit.chunk_id, metadata=hit_metadata(idx, hit, self.mode))
-            for hit in search(idx, query, self.k, self.mode)
+            Document(page_content=hit.text, id=hit.chunk_id, metadata=hit_metadata(self.index, hit, mode))
+            for hit in hits
         ]

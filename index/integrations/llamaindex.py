@@ -33,6 +33,7 @@ class SpanindexRetriever(BaseRetriever):
     """
 
     def __init__(self, index, k: int = 5, mode: str | None = None, **kwargs) -> None:
+        """``index``: an open Index; ``mode``: dense, lexical or hybrid (None: the default, lexical)."""
         super().__init__(**kwargs)
         self.index = index
         self.k = k
@@ -44,13 +45,14 @@ class SpanindexRetriever(BaseRetriever):
 
     def _retrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
         nodes = []
-        for hit in search(self.index, query_bundle.query_str, self.k, self.mode):
+        hits, mode = search(self.index, query_bundle.query_str, self.k, self.mode)
+        for hit in hits:
             node = TextNode(
                 id_=hit.chunk_id,
                 text=hit.text,
                 start_char_idx=hit.start,
                 end_char_idx=hit.end,
-                metadata=hit_metadata(self.index, hit, self.mode),
+                metadata=hit_metadata(self.index, hit, mode),
                 excluded_llm_metadata_keys=HIDDEN_FROM_MODELS,
                 excluded_embed_metadata_keys=HIDDEN_FROM_MODELS,
                 relationships={NodeRelationship.SOURCE: RelatedNodeInfo(node_id=hit.doc_id)},

@@ -1,4 +1,4 @@
-"""Lexical and hybrid retrieval: BM25 hits, and dense and BM25 rankings fused by reciprocal rank.
+"""Hybrid search: dense and lexical rankings fused by reciprocal rank.
 
 Reciprocal rank fusion (Cormack, Clarke and Büttcher, SIGIR 2009) scores a chunk
 by ``sum(1 / (RRF_K + rank))`` over the rankings that hold it. It needs no score
@@ -8,7 +8,9 @@ common but their order. Each ranking contributes its best ``candidates(k)`` chun
 
 from __future__ import annotations
 
-from schemas.records import Chunk, SearchHit
+import dataclasses
+
+from schemas.records import SearchHit
 
 RRF_K = 60
 MIN_CANDIDATES = 50
@@ -20,34 +22,10 @@ def candidates(k: int) -> int:
     return max(MIN_CANDIDATES, 4 * k)
 
 
-def hit_of(chunk: Chunk, rank: int, score: float) -> SearchHit:
-    return SearchHit(
-        rank=rank,
-        score=float(score),
-        chunk_id=chunk.chunk_id,
-        doc_id=chunk.doc_id,
-        doc_version=chunk.doc_version,
-        start=chunk.start,
-        end=chunk.end,
-        page_start=chunk.page_start,
-        page_end=chunk.page_end,
-        text=chunk.text,
-    )
-
-
-def lexical_search(index, query: str, k: int) -> list[SearchHit]:
-    """The ``k`` chunks with the highest BM25 score for ``query`` (score > 0), best first."""
-    if k <= 0 or index.n_chunks == 0:
-        return []
-    ids, scores = index.lexical().top(query, k)
-    return [hit_of(index.chunk_at_vector(int(i)), rank, s) for rank, (i, s) in enumerate(zip(ids, scores), start=1)]
-
-
 def fuse(rankings: list[list[SearchHit]], k: int) -> list[SearchHit]:
     """The ``k`` best chunks of several rankings by reciprocal rank fusion; score = the fused score.
 
-    Ties (a chunk first in one list, another first in the other) go to the chunk of the
-    earlier ranking, so the order is reproducible.
+    Ties go to the chunk ranked higher, then to the earlier ranking, so the order is reproducible.
 
     >>> def h(chunk_id, rank):
     ...     return SearchHit(rank, 0.0, chunk_id, "d", "v", 0, 1, None, None, "t")
@@ -63,10 +41,4 @@ def fuse(rankings: list[list[SearchHit]], k: int) -> list[SearchHit]:
             first_seen.setdefault(hit.chunk_id, (position, which))
             by_id.setdefault(hit.chunk_id, hit)
     order = sorted(fused, key=lambda c: (-fused[c], first_seen[c]))[: max(k, 0)]
-    return [
-        SearchHit(**{**_fields(by_id[c]), "rank": rank, "score": fused[c]}) for rank, c in enumerate(order, start=1)
-    ]
-
-
-def _fields(hit: SearchHit) -> dict:
-    return {name: getattr(hit, name) for name in SearchHit.__slots__}
+    return [dataclasses.replace(by_id[c], rank=rank, score=fused[c]) for rank, c in enumerate(order, start=1)]
