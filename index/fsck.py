@@ -191,7 +191,7 @@ def _text(gen: Generation, doc_version: str) -> str | None:
 
 def _lexical(gen: Generation) -> list[Fault]:
     """The lexical table is the BM25 table of exactly these chunks, built by this tokenizer."""
-    from ingest.lexical import TOKENIZER_VERSION, lexical_table
+    from ingest.lexical import TOKENIZER_VERSION, lexical_table, lexical_texts
 
     if not gen.has_lexical:
         return []
@@ -199,7 +199,8 @@ def _lexical(gen: Generation) -> list[Fault]:
     if gen.manifest.lexical_tokenizer_version != TOKENIZER_VERSION:
         return [Fault(where, f"tokenizer version {gen.manifest.lexical_tokenizer_version}, this spanindex has {TOKENIZER_VERSION}")]
     stored = gen.lexical_table()
-    rebuilt = lexical_table(gen.table("chunks", ["text"]).column("text").to_pylist())
+    chunks = gen.table("chunks", ["doc_id", "start", "text", "n_hidden"])
+    rebuilt = lexical_table(lexical_texts(chunks.to_batches(), gen.table("hidden_text")))
     faults = []
     if stored.schema.metadata.get(META_LEXICAL) != rebuilt.schema.metadata.get(META_LEXICAL):
         faults.append(Fault(where, "settings (tokenizer, BM25 parameters, chunk count) differ from a rebuild"))

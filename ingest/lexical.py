@@ -11,7 +11,9 @@ A query's BM25 score for a chunk is the sum of the weights of the query's
 tokens in that chunk (``index.lexical`` reads the table; bm25s is needed to
 build it, not to search it). BM25 weights depend on the whole corpus (document
 frequencies, mean length), so every generation rebuilds the table from its
-chunk texts, as it rebuilds FAISS from its vectors.
+chunk texts, as it rebuilds FAISS from its vectors. Text a reader cannot see
+(hidden runs) is left out, as it is left out of what is embedded: hidden text
+never draws a search to a chunk.
 
 Tokens. The same function tokenises chunks and queries:
 
@@ -40,16 +42,18 @@ from __future__ import annotations
 import json
 import re
 import unicodedata
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute  # noqa: F401 - pa.compute
 import pyarrow.parquet as pq
 import regex
 
+from ingest.hidden import HiddenText
 from ingest.normalize import is_no_space_script
-from schemas.tables import LEXICAL, META_LEXICAL, with_metadata
+from schemas.tables import LEXICAL, META_LEXICAL, hidden_run_records, with_metadata
 
 TOKENIZER_VERSION = 1  # bump when tokens would differ for the same text: the index must be rebuilt
 K1 = 1.5
@@ -121,6 +125,25 @@ def lexical_tokens(text: str) -> list[str]:
                 tokens.extend(piece[i : i + 2] for i in range(len(piece) - 1))
             start = end
     return tokens
+
+
+def lexical_texts(chunks: Iterable[pa.RecordBatch], hidden_text: pa.Table) -> Iterator[str]:
+    """What each chunk gives the lexical index, in row order: its text, with the runs a reader
+    cannot see (``hidden_text`` rows) blanked, as they are left out of what it embeds.
+
+    ``chunks``: batches with the columns doc_id, start, text and n_hidden of chunks.parquet.
+    """
+    runs_by_doc: dict[str, HiddenText] = {}
+    if hidden_text.num_rows:
+        doc_ids = hidden_text.column("doc_id").to_pylist()
+        for doc_id in dict.fromkeys(doc_ids):
+            rows = hidden_text.filter(pa.compute.equal(hidden_text.column("doc_id"), doc_id))
+            runs_by_doc[doc_id] = HiddenText(hidden_run_records(rows))
+    for batch in chunks:
+        columns = batch.to_pydict()
+        for doc_id, start, text, n_hidden in zip(columns["doc_id"], columns["start"], columns["text"], columns["n_hidden"]):
+            hidden = runs_by_doc.get(doc_id) if n_hidden else None
+            yield hidden.visible_in(text, start) if hidden else text
 
 
 def lexical_table(texts: Iterable[str]) -> pa.Table:

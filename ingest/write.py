@@ -18,7 +18,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from ingest.lexical import TOKENIZER_VERSION, write_lexical
+from ingest.lexical import TOKENIZER_VERSION, lexical_texts, write_lexical
 from ingest.publish import fsync_dir, fsync_file
 from schemas.layout import FAISS_FILE, GENERATION_FILES, LEXICAL_FILE, MANIFEST, TABLE_FILES, VECTORS_FILE
 from schemas.manifest import manifest_to_json
@@ -123,12 +123,12 @@ class GenerationWriter:
         return manifest
 
     def _chunk_texts(self):
-        """The text of every chunk written, in vector_id order (row order), read back by row group:
-        the lexical index is rebuilt from them, carried-over chunks included (its weights depend on
-        the whole corpus), as FAISS is rebuilt from all vectors."""
+        """The visible text of every chunk written, in vector_id order (row order), read back by
+        row group: the lexical index is rebuilt from them, carried-over chunks included (its weights
+        depend on the whole corpus), as FAISS is rebuilt from all vectors."""
         chunks = pq.ParquetFile(self.gen_dir / TABLE_FILES["chunks"])
-        for batch in chunks.iter_batches(columns=["text"]):
-            yield from batch.column(0).to_pylist()
+        hidden = pq.read_table(self.gen_dir / TABLE_FILES["hidden_text"])
+        yield from lexical_texts(chunks.iter_batches(columns=["doc_id", "start", "text", "n_hidden"]), hidden)
 
     def abort(self) -> None:
         for writer in self._writers.values():

@@ -20,7 +20,7 @@ import index
 from index.cli import main
 from index.fsck import fsck
 from ingest.build import BuildSettings, build_index
-from ingest.lexical import lexical_metadata, lexical_table, lexical_tokens
+from ingest.lexical import lexical_metadata, lexical_table, lexical_texts, lexical_tokens
 from schemas.errors import IndexFormatError, ModelError, SpanindexError
 from schemas.layout import LEXICAL_FILE, MANIFEST
 from schemas.manifest import manifest_to_json, read_manifest
@@ -102,7 +102,8 @@ def test_a_query_sharing_no_token_with_the_corpus_finds_nothing_lexically(sample
 def test_the_lexical_table_is_the_bm25_table_of_the_generations_chunks(sample_index_test_model):
     idx = _open(sample_index_test_model)
     stored = idx.generation.lexical_table()
-    rebuilt = lexical_table(idx.generation.table("chunks", ["text"]).column("text").to_pylist())
+    chunks = idx.generation.table("chunks", ["doc_id", "start", "text", "n_hidden"])
+    rebuilt = lexical_table(lexical_texts(chunks.to_batches(), idx.generation.table("hidden_text")))
     assert stored.column("token").to_pylist() == rebuilt.column("token").to_pylist()
     assert stored.column("vector_ids").to_pylist() == rebuilt.column("vector_ids").to_pylist()
     assert idx.manifest.table_sha256[LEXICAL_FILE] == hashlib.sha256((idx.generation.dir / LEXICAL_FILE).read_bytes()).hexdigest()
