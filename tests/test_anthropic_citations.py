@@ -214,3 +214,28 @@ def _hit_fields(chunk) -> dict:
         chunk_id=chunk.chunk_id, doc_id=chunk.doc_id, doc_version=chunk.doc_version, start=chunk.start,
         end=chunk.end, page_start=chunk.page_start, page_end=chunk.page_end, text=chunk.text,
     )
+
+
+def test_the_command_line_writes_blocks_and_reads_a_response(sample_index_test_model, tmp_path):
+    import contextlib
+    import io
+    import json
+
+    from index.cli import main
+
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        assert main(["search", str(sample_index_test_model), QUERIES[0], "-k", "3", "--format", "anthropic"],
+                    embedder=HashingEmbedder()) == 0
+    blocks = json.loads(out.getvalue())
+    _validate_request(blocks)
+    assert len(blocks) == 3
+    p = _longest_piece(blocks[0])
+    response = tmp_path / "response.json"
+    response.write_text(json.dumps(_response([("claim", [_citation(blocks, 0, p, p + 1)])])), encoding="utf-8")
+    records = tmp_path / "records.jsonl"
+    with contextlib.redirect_stdout(io.StringIO()):
+        assert main(["verify", str(sample_index_test_model), str(response), "--from", "anthropic", "-o", str(records)],
+                    embedder=HashingEmbedder()) == 0
+    (record,) = [json.loads(line) for line in records.read_text(encoding="utf-8").splitlines()]
+    assert record["claim_id"] == "block-0" and record["citations"][0]["status"] == "exact"
