@@ -11,7 +11,7 @@ export HF_HUB_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1
 export TOKENIZERS_PARALLELISM := false
 
-.PHONY: all venv index reindex search test test-fast bench serve sample-corpus clean
+.PHONY: all venv index reindex search test test-fast bench serve sample-corpus reliability clean
 
 all: index
 
@@ -49,6 +49,10 @@ serve: venv
 
 bench: venv
 	$(BIN)/python -m benchmarks.run
+
+# RELIABILITY.md from the tests marked @pytest.mark.hostile (a test fails when it is out of date).
+reliability: venv
+	$(BIN)/python scripts/reliability.py
 
 sample-corpus: venv
 	$(BIN)/python scripts/make_sample_corpus.py

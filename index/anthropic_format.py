@@ -31,7 +31,6 @@ the status its quote earns but carries an ``error`` saying so.
 from __future__ import annotations
 
 import dataclasses
-import json
 import re
 from pathlib import Path
 from urllib.parse import urldefrag
@@ -39,8 +38,11 @@ from urllib.parse import urldefrag
 from index.fragments import text_fragment
 from index.hit_links import hit_link
 from index.match import DEFAULT_MIN_QUOTE_CHARS
-from schemas.citations import Answer, Claim, ClaimRecord, Policy, Support, VerifySummary
+from schemas.answer_json import parse_answer, read_answer_bytes
+from schemas.citations import Answer, ClaimRecord, Policy, VerifySummary
 from schemas.errors import AnswerFormatError
+from schemas.json_input import loads
+from schemas.limits import AnswerLimits
 from schemas.records import SearchHit
 
 # A piece ends after a sentence end and the whitespace that follows it, or at a blank line;
@@ -111,14 +113,9 @@ def search_result_blocks(index, hits: list[SearchHit]) -> list[dict]:
     return [search_result_block(index, hit) for hit in hits]
 
 
-def load_message(path: str | Path) -> dict:
-    try:
-        raw = json.loads(Path(path).read_bytes())
-    except FileNotFoundError:
-        raise AnswerFormatError(f"{path}: no such file") from None
-    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise AnswerFormatError(f"{path}: not valid JSON: {exc}") from None
-    return raw
+def load_message(path: str | Path, limits: AnswerLimits = AnswerLimits()) -> object:
+    """A Messages API response from a file, read as strictly as an answer (size, JSON, nesting)."""
+    return loads(read_answer_bytes(path, limits), str(path))
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -132,61 +129,77 @@ class CitedBlocks:
     cited_text: str
 
 
-def answer_from_message(index, raw: object, where: str = "response") -> tuple[Answer, dict[tuple[str, int], CitedBlocks]]:
+def answer_from_message(
+    index, raw: object, where: str = "response", limits: AnswerLimits = AnswerLimits()
+) -> tuple[Answer, dict[tuple[str, int], CitedBlocks]]:
     """The claims of a Messages API response (a ``Message`` object, or its ``content`` list).
 
-    Returns the Answer (one claim per text block that carries citations) and, per
-    (claim_id, support position), the citation as the response gave it.
+    Each text block with citations is a claim (``block-N``, N its position in ``content``),
+    each citation a support. The claims are read as any answer is (``parse_answer``: its
+    limits, and text that is not Unicode refused), so a response is no easier a way in.
+    Returns the Answer and, per (claim_id, support position), the citation as given.
     """
     content = raw.get("content") if isinstance(raw, dict) else raw
     if not isinstance(content, list):
         raise AnswerFormatError(f"{where}: a Messages API response is an object with a 'content' list")
-    answer_id = str(raw.get("id", "")) if isinstance(raw, dict) else ""
-    claims: list[Claim] = []
+    answer_id = raw.get("id", "") if isinstance(raw, dict) else ""
+    claims: list[dict] = []
     cited: dict[tuple[str, int], CitedBlocks] = {}
+    refused: dict[tuple[str, int], str] = {}  # why a citation cannot be checked, beyond parse_answer's reasons
     texts: list[str] = []
     resolver = _SourceResolver(index)
     for position, block in enumerate(content):
         if not isinstance(block, dict) or block.get("type") != "text":
             continue
-        text = block.get("text")
+        claim_id, text = f"block-{position}", block.get("text")
         if not isinstance(text, str):
-            claims.append(Claim(f"block-{position}", "", error=f"content[{position}]: text block without a 'text' string"))
+            claims.append({"claim_id": claim_id, "text": None})  # parse_answer says what is wrong
             continue
         texts.append(text)
         citations = block.get("citations") or []
         if not citations:
             continue
-        claim_id = f"block-{position}"
         if not isinstance(citations, list):
-            claims.append(Claim(claim_id, text, error=f"content[{position}].citations is not a list"))
+            claims.append({"claim_id": claim_id, "text": text, "support": citations})
             continue
         supports = []
         for number, citation in enumerate(citations):
-            support, blocks = _support(resolver, citation)
+            support, blocks, error = _support(resolver, citation)
             supports.append(support)
             if blocks is not None:
                 cited[(claim_id, number)] = blocks
-        claims.append(Claim(claim_id, text, tuple(supports)))
-    return Answer(answer_id=answer_id, claims=tuple(claims), text="".join(texts)), cited
+            if error:
+                refused[(claim_id, number)] = error
+        claims.append({"claim_id": claim_id, "text": text, "support": supports})
+    answer = parse_answer({"answer_id": answer_id, "claims": claims, "text": "".join(texts)}, where, limits)
+    if refused:
+        answer = dataclasses.replace(answer, claims=tuple(
+            dataclasses.replace(claim, support=tuple(
+                dataclasses.replace(support, error=refused[(claim.claim_id, n)]) if (claim.claim_id, n) in refused else support
+                for n, support in enumerate(claim.support)
+            ))
+            for claim in answer.claims
+        ))
+    return answer, cited
 
 
-def _support(resolver: "_SourceResolver", citation: object) -> tuple[Support, CitedBlocks | None]:
+def _support(resolver: "_SourceResolver", citation: object) -> tuple[dict, CitedBlocks | None, str]:
+    """(the support as an answer gives it, what the citation cites, why it cannot be checked)."""
     if not isinstance(citation, dict):
-        return Support("", "", error="a citation must be an object"), None
-    kind = citation.get("type")
+        return {"chunk_id": "", "quote": ""}, None, "a citation must be an object"
+    kind, source, cited_text = citation.get("type"), citation.get("source"), citation.get("cited_text")
+    quote = cited_text if isinstance(cited_text, str) else ""
     if kind != "search_result_location":
-        return Support("", "", error=f"citation type {kind!r}: spanindex reads search_result_location citations"), None
-    source, cited_text = citation.get("source"), citation.get("cited_text")
-    numbers = [citation.get(name) for name in ("search_result_index", "start_block_index", "end_block_index")]
+        return {"chunk_id": "", "quote": quote}, None, f"citation type {kind!r}: spanindex reads search_result_location citations"
     if not isinstance(source, str) or not source:
-        return Support("", "", error="citation without a 'source' string"), None
+        return {"chunk_id": "", "quote": quote}, None, "citation without a 'source' string"
     if not isinstance(cited_text, str):
-        return Support(source, "", error="citation without a 'cited_text' string"), None
+        return {"chunk_id": source, "quote": ""}, None, "citation without a 'cited_text' string"
+    numbers = [citation.get(name) for name in ("search_result_index", "start_block_index", "end_block_index")]
     if not all(isinstance(n, int) and not isinstance(n, bool) and n >= 0 for n in numbers) or numbers[2] <= numbers[1]:
-        return Support(source, cited_text, error="citation block indices must be integers with start < end"), None
+        return {"chunk_id": source, "quote": cited_text}, None, "citation block indices must be integers with start < end"
     chunk_id = resolver.chunk_id(source, cited_text)
-    return Support(chunk_id, cited_text), CitedBlocks(source, *numbers, cited_text)
+    return {"chunk_id": chunk_id, "quote": cited_text}, CitedBlocks(source, *numbers, cited_text), ""
 
 
 class _SourceResolver:
@@ -227,6 +240,7 @@ def verify_message(
     policy: Policy = Policy.MARK,
     min_quote_chars: int = DEFAULT_MIN_QUOTE_CHARS,
     where: str = "response",
+    limits: AnswerLimits = AnswerLimits(),
 ) -> tuple[list[ClaimRecord], VerifySummary]:
     """``spanindex verify --from anthropic``: every citation of a response, checked and located.
 
@@ -234,7 +248,7 @@ def verify_message(
     """
     from index.verify import verify_answer
 
-    answer, cited = answer_from_message(index, raw, where)
+    answer, cited = answer_from_message(index, raw, where, limits)
     records, summary = verify_answer(index, answer, policy=policy, min_quote_chars=min_quote_chars)
     checked = []
     for record in records:

@@ -128,6 +128,22 @@ class HtmlSourceMap:
             src_end = int(self.src_ends[last])
         return src_start, max(src_start, src_end)
 
+    def data_position(self, src_pos: int) -> int | None:
+        """The first position at or after ``src_pos`` where the decoded source is character data
+        (inside the source of a text run), where an HTML tokenizer may start; None when no text
+        follows. The viewer starts a window of a large page there.
+
+        Runs are in source order; synthetic runs (separators) have empty ranges and are no text.
+        """
+        i = int(np.searchsorted(self.src_ends, src_pos, side="right"))  # the first run ending after src_pos
+        while i < len(self.starts):
+            if self.is_text[i]:
+                return max(src_pos, int(self.src_starts[i]))
+            if int(self.src_starts[i]) >= src_pos and self.src_ends[i] > self.src_starts[i]:
+                return int(self.src_starts[i])  # an entity or collapsed whitespace: it begins in text
+            i += 1
+        return None
+
     def source_ranges(self, start: int, end: int) -> list[tuple[int, int]]:
         """The decoded-source ranges that text ``[start, end)`` came from, merged where they touch.
 

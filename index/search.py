@@ -20,6 +20,7 @@ from ingest.chunker import embed_text
 from ingest.embed import Embedder
 from ingest.model import DEFAULT_MODEL_ID, resolve_model
 from schemas.errors import ModelError, SpanindexError
+from schemas.json_input import replace_surrogates
 from schemas.records import Chunk, Manifest, SearchHit, SearchMode
 
 DEFAULT_NPROBE = 16
@@ -64,8 +65,13 @@ def check_embedder(embedder: Embedder, manifest: Manifest) -> Embedder:
 
 
 def search(index, query: str, k: int = 5, mode: SearchMode | str | None = None) -> list[SearchHit]:
-    """The ``k`` chunks that best match ``query`` in ``mode``, best first (see the module)."""
+    """The ``k`` chunks that best match ``query`` in ``mode``, best first (see the module).
+
+    A lone surrogate in the query (bytes that were not UTF-8 on a command line) is read as
+    U+FFFD, as a UTF-8 decoder would: the model's tokenizer takes Unicode text only.
+    """
     mode = search_mode(index, mode)
+    query = replace_surrogates(query)
     if k <= 0 or index.n_chunks == 0:
         return []
     if mode is SearchMode.DENSE:
@@ -90,7 +96,7 @@ def dense_search(index, query: str, k: int) -> list[SearchHit]:
     """The k chunks nearest to ``query`` by cosine similarity, best first."""
     if k <= 0 or index.n_chunks == 0:
         return []
-    vector = index.embedder().embed([embed_text(query)])
+    vector = index.embedder().embed([embed_text(replace_surrogates(query))])
     faiss_index = index.generation.faiss()
     _tune(faiss_index)
     scores, ids = faiss_index.search(np.ascontiguousarray(vector, dtype=np.float32), min(k, index.n_chunks))

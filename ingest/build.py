@@ -30,6 +30,7 @@ from ingest.reuse import LiveGeneration, carry_over
 from ingest.worker import DocResult, FileJob, WorkerSettings
 from ingest.write import GenerationWriter
 from schemas.layout import IndexPaths, read_current
+from schemas.limits import MAX_DOC_CHARS, MAX_FILE_MB, MAX_PDF_PAGES
 from schemas.records import ChunkerSettings, DocStatus, Manifest
 from schemas.tables import FORMAT_VERSION
 
@@ -43,7 +44,9 @@ class BuildSettings:
     full: bool = False  # ignore the live generation
     keep_generations: int = 3
     keep_texts: bool = False
-    max_file_mb: int = 512
+    max_file_mb: int = MAX_FILE_MB  # over these limits (schemas.limits) a file is an error row
+    max_pages: int = MAX_PDF_PAGES
+    max_chars: int = MAX_DOC_CHARS
     doc_timeout_s: float = 600.0  # per file, in worker processes; 0: none
     wait_for_lock: bool = False
     embed_batch: int = 256
@@ -225,6 +228,8 @@ def _process_all(files, paths, settings: BuildSettings, model: ModelInfo, live_f
         chunker=settings.chunker,
         index_root=paths.root,
         max_file_bytes=settings.max_file_mb * 1024 * 1024,
+        max_pages=settings.max_pages,
+        max_chars=settings.max_chars,
     )
     jobs = [FileJob(path, doc_id, media_type_of(doc_id), live_files.get(doc_id)) for doc_id, path in files]
     workers = settings.workers or os.cpu_count() or 1

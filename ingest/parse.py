@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from pathlib import PurePosixPath
 
 from schemas.errors import DocumentError
+from schemas.limits import DocumentLimits
 from schemas.records import DocStatus, DocumentRecord, MediaType, ParsedDocument
 
 PARSER_VERSION = 2  # bump when a parser would give other text for the same bytes (2: HTML source_url)
@@ -42,8 +43,13 @@ class ParseOutcome:
     parsed: ParsedDocument | None  # None when the document could not be read
 
 
-def parse_document(source: bytes, doc_id: str, media_type: MediaType, max_bytes: int) -> ParseOutcome:
-    """Parse one file's bytes; every outcome, failures included, is a document record."""
+def parse_document(
+    source: bytes, doc_id: str, media_type: MediaType, limits: DocumentLimits = DocumentLimits()
+) -> ParseOutcome:
+    """Parse one file's bytes; every outcome, failures included, is a document record.
+
+    Over one of ``limits`` (bytes, pages, characters of text) the record is an error with the reason.
+    """
     base = dict(
         doc_id=doc_id,
         source_sha256=hashlib.sha256(source).hexdigest(),
@@ -52,22 +58,25 @@ def parse_document(source: bytes, doc_id: str, media_type: MediaType, max_bytes:
     )
     if not source:
         return ParseOutcome(_failed(base, DocStatus.EMPTY, "empty file (0 bytes)"), None)
-    if len(source) > max_bytes:
-        reason = f"file too large: {len(source):,} bytes, the limit is {max_bytes:,} (--max-file-mb)"
+    if len(source) > limits.max_file_bytes:
+        reason = f"file too large: {len(source):,} bytes, the limit is {limits.max_file_bytes:,} (--max-file-mb)"
         return ParseOutcome(_failed(base, DocStatus.ERROR, reason), None)
     try:
-        parsed = _parser(media_type)(source, doc_id)
+        parsed = _parser(media_type, limits)(source, doc_id)
     except DocumentError as exc:
         return ParseOutcome(_failed(base, DocStatus.ERROR, exc.message), None)
+    if len(parsed.text) > limits.max_chars:
+        reason = f"{len(parsed.text):,} characters of text, over the limit of {limits.max_chars:,} (--max-chars)"
+        return ParseOutcome(_failed(base, DocStatus.ERROR, reason), None)
     return ParseOutcome(_parsed_record(base, parsed), parsed)
 
 
-def _parser(media_type: MediaType):
+def _parser(media_type: MediaType, limits: DocumentLimits):
     # Imported on use: a worker parsing only text files never loads PyMuPDF.
     if media_type is MediaType.PDF:
         from ingest.pdf import parse_pdf
 
-        return parse_pdf
+        return lambda source, doc_id: parse_pdf(source, doc_id, max_pages=limits.max_pages)
     if media_type is MediaType.HTML:
         from ingest.html import parse_html
 

@@ -37,7 +37,7 @@ from operator import itemgetter
 import numpy as np
 import pymupdf
 
-from schemas.errors import CorruptDocumentError, EncryptedDocumentError
+from schemas.errors import CorruptDocumentError, DocumentTooLargeError, EncryptedDocumentError
 from schemas.records import MediaType, ParsedDocument, PdfCharRun, PdfPage
 
 PAGE_SEPARATOR = "\f"
@@ -69,12 +69,13 @@ _char_bbox = itemgetter("bbox")
 _char_is_synthetic = itemgetter("synthetic")
 
 
-def parse_pdf(source: bytes, doc_id: str) -> ParsedDocument:
+def parse_pdf(source: bytes, doc_id: str, *, max_pages: int | None = None) -> ParsedDocument:
     """Parse PDF bytes into the document text, its pages and the glyph boxes of its characters.
 
     Raises ``EncryptedDocumentError`` when a user password is needed and
     ``CorruptDocumentError`` when MuPDF cannot open the file, it has no pages, or
-    no page can be read. Pages without a text layer are not an error: they have
+    no page can be read, and ``DocumentTooLargeError`` when it has more than ``max_pages``
+    (before any page is read). Pages without a text layer are not an error: they have
     ``has_text=False`` and a warning names them.
 
     >>> doc = pymupdf.open()
@@ -87,6 +88,10 @@ def parse_pdf(source: bytes, doc_id: str) -> ParsedDocument:
     with _quiet_mupdf():
         doc = _open_pdf(bytes(source), doc_id)
         try:
+            if max_pages is not None and doc.page_count > max_pages:
+                raise DocumentTooLargeError(
+                    f"{doc.page_count:,} pages, over the limit of {max_pages:,} (--max-pages)", doc_id=doc_id
+                )
             parsed = _parse_open_document(doc, doc_id)
         finally:
             doc.close()

@@ -22,6 +22,7 @@ from ingest.model import ModelInfo, load_tokenizer
 from ingest.parse import parse_document
 from ingest.publish import write_once
 from schemas.layout import IndexPaths
+from schemas.limits import MAX_DOC_CHARS, MAX_PDF_PAGES, DocumentLimits
 from schemas.records import ChunkerSettings, DocStatus, DocumentRecord, MediaType, ParsedDocument
 from schemas.tables import chunks_table, hidden_text_table, html_map_table, pdf_chars_table, pdf_pages_table
 
@@ -32,6 +33,8 @@ class WorkerSettings:
     chunker: ChunkerSettings
     index_root: Path
     max_file_bytes: int
+    max_pages: int = MAX_PDF_PAGES
+    max_chars: int = MAX_DOC_CHARS
 
 
 @dataclass(frozen=True, slots=True)
@@ -122,13 +125,18 @@ def _error_record(job: FileJob, reason: str) -> DocumentRecord:
 
 def _process(job: FileJob, settings: WorkerSettings) -> DocResult:
     try:
+        size = job.path.stat().st_size
+        if size > settings.max_file_bytes:  # refused unread: a huge file never reaches memory
+            reason = f"file too large: {size:,} bytes, the limit is {settings.max_file_bytes:,} (--max-file-mb)"
+            return DocResult(job.doc_id, _error_record(job, reason))
         source = job.path.read_bytes()
     except OSError as exc:
         return DocResult(job.doc_id, _error_record(job, f"cannot read the file: {exc.strerror or exc}"))
     if job.live_sha256 is not None and hashlib.sha256(source).hexdigest() == job.live_sha256:
         return DocResult(job.doc_id, None)
 
-    outcome = parse_document(source, job.doc_id, job.media_type, settings.max_file_bytes)
+    limits = DocumentLimits(settings.max_file_bytes, settings.max_pages, settings.max_chars)
+    outcome = parse_document(source, job.doc_id, job.media_type, limits)
     record, parsed = outcome.record, outcome.parsed
     if parsed is None:
         return DocResult(job.doc_id, record)

@@ -53,6 +53,10 @@ class EncryptedDocumentError(DocumentError):
     """The file needs a password."""
 
 
+class DocumentTooLargeError(DocumentError):
+    """The document is over one of the limits of ``schemas.limits`` (pages, characters)."""
+
+
 class EncodingError(DocumentError):
     """The bytes cannot be decoded as text in any plausible encoding."""
 

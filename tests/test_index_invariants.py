@@ -136,6 +136,7 @@ def test_html_text_runs_are_verbatim_source_and_entities_unescape(built):
                 assert run.src_start == run.src_end
 
 
+@pytest.mark.hostile('sample_corpus/bad/: a truncated PDF, an encrypted PDF, an empty file, binary junk named .html', "error row: each with its reason ('password' for the encrypted PDF); the batch carries on")
 def test_bad_input_is_recorded_and_the_batch_carries_on(sample_index_test_model):
     idx = index.open(sample_index_test_model)
     docs = {d.doc_id: d for d in idx.documents()}
@@ -153,6 +154,7 @@ def test_bad_input_is_recorded_and_the_batch_carries_on(sample_index_test_model)
     assert sum(d.status is DocStatus.OK for d in docs.values()) >= 10
 
 
+@pytest.mark.hostile("every file of the shared real-world corpus: broken, fuzzed, scanned and password-protected PDFs, mis-encoded HTML", "error row: each document indexed, or an error or no_text row with its reason")
 @pytest.mark.spawns
 def test_shared_corpus_documents_are_indexed_or_say_why(shared_index):
     idx = index.open(shared_index)

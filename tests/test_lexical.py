@@ -135,7 +135,7 @@ def test_the_labelled_answers_tokens_are_in_their_documents_tokens():
     for row in rows:
         if row["doc_id"] not in texts:
             path = conftest.SHARED_CORPUS / row["doc_id"]
-            texts[row["doc_id"]] = parse_document(path.read_bytes(), row["doc_id"], media_type_of(row["doc_id"]), 1 << 30).parsed.text
+            texts[row["doc_id"]] = parse_document(path.read_bytes(), row["doc_id"], media_type_of(row["doc_id"])).parsed.text
         doc_tokens = set(lexical_tokens(texts[row["doc_id"]]))
         missing = [t for t in lexical_tokens(row["answer"]) if t not in doc_tokens]
         assert not missing, (row["id"], missing)

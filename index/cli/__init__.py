@@ -9,7 +9,7 @@ import sys
 
 from index.cli.registry import COMMANDS, EXIT_ERROR, EXIT_LOCKED, EXIT_OK, EXIT_USAGE
 from ingest.embed import Embedder
-from schemas.errors import IndexLockedError, SpanindexError
+from schemas.errors import AnswerFormatError, IndexLockedError, SpanindexError
 
 
 def main(argv: list[str] | None = None, *, embedder: Embedder | None = None) -> int:
@@ -26,8 +26,15 @@ def main(argv: list[str] | None = None, *, embedder: Embedder | None = None) -> 
     except IndexLockedError as exc:
         print(f"spanindex: {exc}", file=sys.stderr)
         return EXIT_LOCKED
+    except AnswerFormatError as exc:  # an answer or records file we cannot use: unusable input
+        print(f"spanindex: {exc}", file=sys.stderr)
+        return EXIT_USAGE
     except SpanindexError as exc:
         print(f"spanindex: {exc}", file=sys.stderr)
+        return EXIT_ERROR
+    except OSError as exc:  # a file the command was told to read or write (an output path that is a folder)
+        where = f"{exc.filename}: " if exc.filename else ""
+        print(f"spanindex: {where}{exc.strerror or exc}", file=sys.stderr)
         return EXIT_ERROR
     except KeyboardInterrupt:
         print("spanindex: interrupted; the live generation is unchanged", file=sys.stderr)

@@ -9,6 +9,7 @@ import sys
 
 from index.cli.arguments import index_argument, json_option, open_index
 from index.cli.registry import EXIT_FAILURES, EXIT_OK, command, print_json
+from schemas.limits import MAX_DOC_CHARS, MAX_FILE_MB, MAX_PDF_PAGES
 
 
 @command("build", "Build or update the index of a corpus folder.", "spanindex build sample_corpus --index build/sample-index")
@@ -23,7 +24,12 @@ def _build(p: argparse.ArgumentParser) -> None:
     p.add_argument("--full", action="store_true", help="rebuild from scratch instead of reusing unchanged documents")
     p.add_argument("--keep", type=int, default=3, help="generations to keep (default 3)")
     p.add_argument("--keep-texts", action="store_true", help="keep every document text ever indexed")
-    p.add_argument("--max-file-mb", type=int, default=512, help="skip files larger than this (default 512)")
+    p.add_argument("--max-file-mb", type=int, default=MAX_FILE_MB,
+                   help=f"a larger file is an error row, never read (default {MAX_FILE_MB})")
+    p.add_argument("--max-pages", type=int, default=MAX_PDF_PAGES,
+                   help=f"a PDF with more pages is an error row (default {MAX_PDF_PAGES:,})")
+    p.add_argument("--max-chars", type=int, default=MAX_DOC_CHARS,
+                   help=f"a document with more characters of text is an error row (default {MAX_DOC_CHARS:,})")
     p.add_argument("--doc-timeout", type=float, default=600, metavar="SECONDS",
                    help="record a file whose parsing takes longer as an error and go on (default 600; 0: no limit)")
     p.add_argument("--wait", action="store_true", help="wait for another build on this index instead of refusing")
@@ -48,6 +54,8 @@ def run_build(args) -> int:
         keep_generations=args.keep,
         keep_texts=args.keep_texts,
         max_file_mb=args.max_file_mb,
+        max_pages=args.max_pages,
+        max_chars=args.max_chars,
         doc_timeout_s=args.doc_timeout,
         wait_for_lock=args.wait,
     )
@@ -62,7 +70,7 @@ def run_build(args) -> int:
         bar.set_postfix_str(event.doc_id[-40:], refresh=False)
         bar.update(1)
 
-    report = build_index(args.corpus, args.index, settings, progress=progress)
+    report = build_index(args.corpus, args.index, settings, embedder=args.embedder, progress=progress)
     if bar is not None:
         bar.close()
     statuses = ", ".join(f"{k} {v}" for k, v in sorted(report.by_status.items()))

@@ -18,10 +18,11 @@ from __future__ import annotations
 import bisect
 import html
 import re
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
 from ingest.html_tokens import END, RAW, START, TEXT, Tokenizer, parse_attrs
+from schemas.limits import VIEW_ATTRIBUTE_CHARS, VIEW_CHUNK_CHARS, VIEW_SOURCE_CHARS, VIEW_TEXT_CHARS
 
 HIT_ID = "spanindex-hit"  # the first mark of the span: what the viewer scrolls to
 
@@ -55,6 +56,10 @@ SHARED_MARK_STYLE = (
 )
 
 
+# Between two windows of a large page: where the page goes on without being shown.
+WINDOW_GAP = '<p style="text-align:center;color:#888">[\u2026]</p>'
+
+
 @dataclass(frozen=True, slots=True)
 class MarkedText:
     """A window of document text around a span: ``before + marked + after``."""
@@ -67,7 +72,11 @@ class MarkedText:
 
 
 def marked_html(
-    decoded_source: str, ranges: Sequence[tuple[int, int]], cite_keys: Sequence[str] | None = None
+    decoded_source: str,
+    ranges: Sequence[tuple[int, int]],
+    cite_keys: Sequence[str] | None = None,
+    *,
+    windows: Sequence[tuple[int, int]] | None = None,
 ) -> str:
     """The decoded HTML source, defused, with the text inside ``ranges`` wrapped in ``<mark>``s.
 
@@ -76,22 +85,48 @@ def marked_html(
     (hidden elements, scripts, comments) between them is not marked. With ``cite_keys``
     (one per range: the space-separated keys of the citations covering it, as
     ``labelled_ranges`` makes them) every mark carries ``data-cite`` and stays plain
-    until the viewer switches on those of one citation.
+    until the viewer switches on those of one citation. With ``windows`` (sorted, disjoint
+    ``[start, end)`` ranges of the source, each starting in character data: see
+    ``HtmlSourceMap.data_position``) only those parts of a large page are shown, each
+    separated from the next by a marker, and an attribute value over
+    ``VIEW_ATTRIBUTE_CHARS`` (an inline image) is left out.
 
     >>> marked_html('<p onclick="x()">Hi <b>there</b> you</p><script>evil()</script>', [(23, 36)]).split("</style>")[1]
     '<p>Hi <b><mark class="spanindex-hit" id="spanindex-hit">there</mark></b><mark class="spanindex-hit"> you</mark></p>'
+    >>> marked_html('<p>one</p><p>two</p><p>three</p>', [(13, 16)], windows=[(13, 20)]).split("</style>")[1]
+    '<mark class="spanindex-hit" id="spanindex-hit">two</mark></p>'
     """
-    out: list[str] = []
-    doctype = _DOCTYPE.match(decoded_source)
-    if doctype:
-        out.append("<!DOCTYPE html>")
-    out.append(MARK_STYLE if cite_keys is None else SHARED_MARK_STYLE)
+    return "".join(iter_marked_html(decoded_source, ranges, cite_keys, windows=windows))
+
+
+def iter_marked_html(
+    decoded_source: str,
+    ranges: Sequence[tuple[int, int]],
+    cite_keys: Sequence[str] | None = None,
+    *,
+    windows: Sequence[tuple[int, int]] | None = None,
+) -> Iterator[str]:
+    """``marked_html`` in pieces, as they are made: what a server streams."""
+    if _DOCTYPE.match(decoded_source):
+        yield "<!DOCTYPE html>"
+    yield MARK_STYLE if cite_keys is None else SHARED_MARK_STYLE
     range_ends = [b for _, b in ranges]
-    tokens = Tokenizer(decoded_source)
-    skipping: str | None = None  # inside a dropped element whose content is raw text
     first_mark = [True]
+    max_attribute = None if windows is None else VIEW_ATTRIBUTE_CHARS
+    for n, (lo, hi) in enumerate(windows if windows is not None else [(0, len(decoded_source))]):
+        if n:
+            yield WINDOW_GAP
+        yield from _marked_tokens(decoded_source, lo, hi, ranges, range_ends, first_mark, cite_keys, max_attribute)
+
+
+def _marked_tokens(source, lo, hi, ranges, range_ends, first_mark, cite_keys, max_attribute) -> Iterator[str]:
+    """The defused, marked tokens of ``source[lo:hi)``; ``lo`` is in character data."""
+    tokens = Tokenizer(source, lo)
+    skipping: str | None = None  # inside a dropped element whose content is raw text
     for token in tokens:
-        kind = token[0]
+        kind, start = token[0], token[1]
+        if start >= hi:
+            return
         if kind == START:
             _, start, end, name, self_closing, attrs_at = token
             if name in _FOREIGN:
@@ -100,36 +135,41 @@ def marked_html(
                 skipping = name
                 continue
             skipping = None
-            out.append(_start_tag(name, parse_attrs(decoded_source, attrs_at, end - 1), self_closing))
+            tag = _start_tag(name, parse_attrs(source, attrs_at, end - 1), self_closing, max_attribute)
+            # A window holds no tag longer than itself (thousands of attributes): the name alone.
+            yield tag if max_attribute is None or len(tag) <= VIEW_SOURCE_CHARS else f"<{name}>"
         elif kind == END:
             name = token[3]
             if name in _FOREIGN:
                 tokens.foreign = False
             if name not in _DROPPED:
-                out.append(f"</{name}>")
+                yield f"</{name}>"
         elif kind == RAW:
             _, start, end, name = token
             if skipping == name or name in _DROPPED:
                 continue
+            clipped = end > hi
+            end = min(end, hi)
             if name in ("#cdata", "plaintext"):
-                out.append(html.escape(decoded_source[start:end], quote=False))
+                yield html.escape(source[start:end], quote=False)
             else:  # style, title, textarea, xmp...: the same raw-text context it came from
-                out.append(decoded_source[start:end])
+                yield source[start:end] + (f"</{name}>" if clipped else "")  # a cut one is closed here
         elif kind == TEXT:
             _, start, end = token
-            out.append(_marked_text_token(decoded_source, start, end, ranges, range_ends, first_mark, cite_keys))
-    return "".join(out)
+            yield _marked_text_token(source, start, min(end, hi), ranges, range_ends, first_mark, cite_keys)
 
 
-def defused_html(decoded_source: str) -> str:
-    """The decoded HTML source with nothing marked: what a live-page stand-in serves."""
-    return marked_html(decoded_source, [])
+def defused_html(decoded_source: str) -> Iterator[str]:
+    """The decoded HTML source with nothing marked, in pieces: what a live-page stand-in streams."""
+    return iter_marked_html(decoded_source, [])
 
 
-def _start_tag(name: str, attrs: dict[str, str], self_closing: bool) -> str:
+def _start_tag(name: str, attrs: dict[str, str], self_closing: bool, max_attribute: int | None = None) -> str:
     parts = [name]
     for attr, raw_value in attrs.items():
         if attr.startswith("on") or attr in _DROPPED_ATTRS or not _SAFE_ATTR_NAME.match(attr):
+            continue
+        if max_attribute is not None and len(raw_value) > max_attribute:
             continue
         value = html.unescape(raw_value)  # what the browser would see, entities decoded
         if attr in _URL_ATTRS and not _safe_url(value):
@@ -206,11 +246,19 @@ def _outside_entities(source: str, start: int, end: int, a: int, b: int) -> tupl
     return a, b
 
 
-def marked_text(doc_text: str, start: int, end: int, window: int = 6000) -> MarkedText:
-    """``doc_text`` around ``[start, end)``, at most ``window`` characters on each side.
+def marked_text(
+    doc_text: str, start: int, end: int, window: int = VIEW_TEXT_CHARS, max_marked: int = VIEW_CHUNK_CHARS
+) -> MarkedText:
+    """``doc_text`` around ``[start, end)``, at most ``window`` characters on each side, and at
+    most ``max_marked`` of the span itself (a longer one is cut, and nothing after it shown).
 
     >>> marked_text("abcdef", 2, 4, window=1)
     MarkedText(before='b', marked='cd', after='e', clipped_before=True, clipped_after=True)
+    >>> marked_text("abcdef", 1, 5, window=1, max_marked=2)
+    MarkedText(before='a', marked='bc', after='', clipped_before=False, clipped_after=True)
     """
-    lo, hi = max(0, start - window), min(len(doc_text), end + window)
+    lo = max(0, start - window)
+    if end - start > max_marked:
+        return MarkedText(doc_text[lo:start], doc_text[start : start + max_marked], "", lo > 0, True)
+    hi = min(len(doc_text), end + window)
     return MarkedText(doc_text[lo:start], doc_text[start:end], doc_text[end:hi], lo > 0, hi < len(doc_text))

@@ -101,17 +101,32 @@ def shared_html_sources(index: Index, answers: Iterable[AnswerView]) -> tuple[di
     names the copy and switches on its own marks. Returns (key -> page, doc_id -> key).
     """
     spans: dict[str, list[tuple[int, int, str]]] = {}
+    windows: dict[str, list[tuple[int, int]]] = {}  # of a large page: the part around each citation
     for answer in answers:
         for claim in answer.claims:
             for marker in claim.markers:
                 if marker.view.kind is ViewKind.HTML:
                     spans.setdefault(marker.view.doc_id, []).extend((a, b, marker.key) for a, b in marker.view.source_ranges)
+                    if marker.view.windows:
+                        windows.setdefault(marker.view.doc_id, []).extend(marker.view.windows)
     sources, keys = {}, {}
     for n, (doc_id, doc_spans) in enumerate(spans.items()):
         ranges, cite_keys = labelled_ranges(doc_spans)
         keys[doc_id] = f"h{n}"
-        sources[f"h{n}"] = marked_html(index.decoded_source(doc_id), ranges, cite_keys)
+        shown = _merged(windows[doc_id]) if doc_id in windows else None
+        sources[f"h{n}"] = marked_html(index.decoded_source(doc_id), ranges, cite_keys, windows=shown)
     return sources, keys
+
+
+def _merged(windows: list[tuple[int, int]]) -> list[tuple[int, int]]:
+    """Sorted, overlapping windows joined: each part of a page shown once."""
+    merged: list[tuple[int, int]] = []
+    for lo, hi in sorted(windows):
+        if merged and lo <= merged[-1][1]:
+            merged[-1] = (merged[-1][0], max(hi, merged[-1][1]))
+        else:
+            merged.append((lo, hi))
+    return merged
 
 
 def write_report(index: Index, records: Iterable[ClaimRecord], output: str | Path, **options) -> Path:

@@ -8,7 +8,7 @@ so they sit on the page image at whatever size the browser draws it.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 
@@ -16,6 +16,7 @@ from index.inspect import ChunkPlace
 from index.reader import Index
 from index.viewer.marked_source import MarkedText, marked_html, marked_text
 from schemas.citations import Citation
+from schemas.limits import VIEW_SOURCE_CHARS
 from schemas.records import DocumentRecord, MediaType, PdfPage, Rect
 
 
@@ -55,6 +56,8 @@ class SourceView:
     pages: tuple[PageView, ...] = ()
     srcdoc: str = ""  # HTML: the page to show in the sandboxed iframe ("" when the page is shared)
     source_ranges: tuple[tuple[int, int], ...] = ()  # HTML: the decoded-source ranges of the span
+    windows: tuple[tuple[int, int], ...] = ()  # HTML: the parts of a large page shown (none: all of it)
+    source_chars: int = 0  # HTML: the length of the decoded source
     text: MarkedText | None = None  # TEXT
     note: str = ""  # a warning (document changed) or why there is nothing to show
 
@@ -121,9 +124,49 @@ class ViewBuilder:
             return self._pdf_view(doc, tuple(rects), page)
         if doc.media_type is MediaType.HTML:
             ranges = tuple(self.index.html_source_map(doc_id).source_ranges(start, end))
-            srcdoc = marked_html(self.index.decoded_source(doc_id), ranges) if self.inline_html else ""
-            return SourceView(ViewKind.HTML, doc_id, "HTML", srcdoc=srcdoc, source_ranges=ranges)
+            source = self.index.decoded_source(doc_id)
+            windows = self.html_windows(doc_id, ranges, len(source))
+            srcdoc = ""
+            if self.inline_html:
+                srcdoc = marked_html(source, ranges, windows=windows or None)
+            note = _windows_note(windows, len(source)) if windows else ""
+            return SourceView(ViewKind.HTML, doc_id, "HTML", srcdoc=srcdoc, source_ranges=ranges, windows=windows,
+                              source_chars=len(source), note=note)
         return self._text_view(doc, doc_version, start, end)
+
+    def html_windows(self, doc_id: str, ranges: Sequence[tuple[int, int]], source_chars: int) -> tuple[tuple[int, int], ...]:
+        """The parts of a page's decoded source to show for a span of ``ranges``: none (the whole
+        page) for a page of at most ``VIEW_SOURCE_CHARS``; else each range with a little source
+        around it (merged where they meet), the first widened backwards and the last forwards to
+        about ``VIEW_SOURCE_CHARS`` in all, and no more than that. Each starts where the source
+        is character data, so that it is tokenized (and defused) as the whole page would be."""
+        if source_chars <= VIEW_SOURCE_CHARS:
+            return ()
+        source_map = self.index.html_source_map(doc_id)
+        windows: list[tuple[int, int]] = []
+        budget = VIEW_SOURCE_CHARS
+        for a, b in ranges or [(0, 0)]:
+            if budget <= 0:
+                break
+            lo = max(0, a - _RANGE_MARGIN)
+            start = source_map.data_position(lo) if lo else 0
+            lo = a if start is None else min(a, start)
+            hi = min(source_chars, b + _RANGE_MARGIN, lo + budget)
+            if windows and lo <= windows[-1][1]:
+                budget -= hi - windows[-1][1]
+                windows[-1] = (windows[-1][0], max(hi, windows[-1][1]))
+            else:
+                budget -= hi - lo
+                windows.append((lo, hi))
+        if budget > 0:  # what is left: context before the span and after it
+            before = min(budget // 3, windows[0][0])
+            lo = windows[0][0] - before
+            start = source_map.data_position(lo) if lo else 0
+            lo = windows[0][0] if start is None else min(windows[0][0], start)
+            windows[0] = (lo, windows[0][1])
+            budget -= before
+            windows[-1] = (windows[-1][0], min(source_chars, windows[-1][1] + max(0, budget)))
+        return tuple(windows)
 
     def _text_view(self, doc: DocumentRecord, doc_version: str, start: int, end: int, note: str = "") -> SourceView:
         where = {MediaType.MARKDOWN: "Markdown", MediaType.HTML: "HTML text"}.get(doc.media_type, "text")
@@ -151,6 +194,15 @@ class ViewBuilder:
         else:
             where = f"p. {first.page}" + (f" (printed {first.label})" if first.label and first.label != str(first.page) else "")
         return SourceView(ViewKind.PDF, doc.doc_id, where, pages=tuple(pages))
+
+
+_RANGE_MARGIN = 200  # source shown around each part of a span on a large page
+
+
+def _windows_note(windows: Sequence[tuple[int, int]], source_chars: int) -> str:
+    shown = sum(hi - lo for lo, hi in windows)
+    return (f"A large page ({source_chars:,} characters of source): the span and the source around it are shown, "
+            f"{shown:,} characters from {windows[0][0]:,} to {windows[-1][1]:,}.")
 
 
 def _box(rect: Rect, page: PdfPage) -> Box:
