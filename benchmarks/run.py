@@ -39,6 +39,10 @@ def main() -> None:
         embedder = _test_embedder() if args.skip_model else SentenceTransformerEmbedder()
         bench_parse(corpus)
         index_dir, full_seconds = bench_build(corpus, work, embedder)
+        if corpus == SHARED and not args.skip_model:
+            from benchmarks.retrieval import bench_retrieval
+
+            RESULTS["retrieval"] = bench_retrieval(index_dir)
         bench_verify(index_dir, work)
         bench_reindex(corpus, index_dir, full_seconds, work, embedder)
         bench_chunk_stability()
@@ -179,6 +183,8 @@ def bench_build(corpus: Path, work: Path, embedder) -> tuple[Path, float]:
         report("embed_chunks_per_s", round(result.chunks_embedded / result.embed_seconds, 1),
                f"  embedding: {result.chunks_embedded / result.embed_seconds:.1f} chunks/s on {getattr(embedder, 'device', 'cpu')}")
     report("build_peak_rss_mb", round(peak_mb), f"  peak RSS: {peak_mb:.0f} MB (embedding process), {result.worker_peak_rss_mb:.0f} MB (largest worker)")
+    report("lexical_build_seconds", round(result.lexical_seconds, 2),
+           f"  lexical index: {result.lexical_seconds:.2f} s for {result.chunks} chunks ({result.lexical_seconds / seconds:.1%} of the build)")
     return index_dir, seconds
 
 

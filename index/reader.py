@@ -22,6 +22,7 @@ from schemas.records import (
     PdfCharRun,
     PdfPage,
     SearchHit,
+    SearchMode,
 )
 from schemas.tables import (
     CHUNKS,
@@ -58,6 +59,7 @@ class Index:
         self._texts: dict[str, str] = {}
         self._maps: collections.OrderedDict[tuple[str, str], object] = collections.OrderedDict()
         self._embedder = None
+        self._lexical = None
         if embedder is not None:
             from index.search import check_embedder
 
@@ -202,10 +204,27 @@ class Index:
 
     # -- search --------------------------------------------------------------
 
-    def search(self, query: str, k: int = 5) -> list[SearchHit]:
+    def search(self, query: str, k: int = 5, mode: SearchMode | str | None = None) -> list[SearchHit]:
+        """The ``k`` best chunks for ``query``, best first.
+
+        ``mode``: ``dense`` (embeddings), ``lexical`` (BM25) or ``hybrid`` (both, fused by
+        reciprocal rank); None: ``index.search.DEFAULT_MODE`` (dense for a generation built
+        before the lexical index). A lexical search never loads the embedding model.
+        """
         from index.search import search
 
-        return search(self, query, k)
+        return search(self, query, k, mode)
+
+    def lexical(self):
+        """The BM25 index of this generation (read once, on first lexical search)."""
+        if self._lexical is None:
+            from index.lexical import LexicalIndex
+
+            lexical = LexicalIndex(self.generation.lexical_table(), str(self.generation.dir))
+            if lexical.n_chunks != self.n_chunks:
+                raise IndexFormatError(f"{self.generation.dir}: lexical index of {lexical.n_chunks} chunks, the generation has {self.n_chunks}")
+            self._lexical = lexical
+        return self._lexical
 
     def embedder(self) -> Embedder:
         """The model this index was built with: the one passed in, or loaded once on first search."""

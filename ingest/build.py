@@ -101,6 +101,7 @@ class BuildReport:
     parse_seconds: float = 0.0  # summed over workers
     worker_peak_rss_mb: float = 0.0  # the largest parsing process's peak memory
     embed_seconds: float = 0.0
+    lexical_seconds: float = 0.0  # building the BM25 table of every chunk
     warnings: list[str] = field(default_factory=list)
     html_layout: str = ""  # the engine that laid HTML pages out; "" where the stage did not run
     layout: LayoutStats = LayoutStats()  # over the HTML pages this build laid out
@@ -260,7 +261,9 @@ def _write_generation(corpus, paths, settings, model, embedder, live, writer, re
         warnings=tuple(w for w in [faiss_warning] if w),
         html_layout=report.html_layout,
     )
-    return writer.finish(manifest, faiss_index)
+    manifest = writer.finish(manifest, faiss_index)
+    report.lexical_seconds = writer.lexical_seconds
+    return manifest
 
 
 def _vector_index(vectors, settings: BuildSettings, live, queue, report: BuildReport):

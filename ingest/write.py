@@ -1,4 +1,4 @@
-"""Write one generation: Parquet tables in row groups, vectors, FAISS, manifest.
+"""Write one generation: Parquet tables in row groups, vectors, FAISS, the lexical index, manifest.
 
 Rows stream in as documents are processed and leave memory in row groups, so
 a build holds one batch of rows per table, not the corpus. Nothing here is
@@ -11,14 +11,16 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import os
+import time
 from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from ingest.lexical import TOKENIZER_VERSION, lexical_texts, write_lexical
 from ingest.publish import fsync_dir, fsync_file
-from schemas.layout import FAISS_FILE, GENERATION_FILES, MANIFEST, TABLE_FILES, VECTORS_FILE
+from schemas.layout import FAISS_FILE, GENERATION_FILES, LEXICAL_FILE, MANIFEST, TABLE_FILES, VECTORS_FILE
 from schemas.manifest import manifest_to_json
 from schemas.records import DocumentRecord, Manifest
 from schemas.tables import SCHEMAS, documents_table, with_metadata
@@ -42,6 +44,7 @@ class GenerationWriter:
         self._vectors = open(gen_dir / VECTORS_FILE, "wb")
         self.n_vectors = 0
         self.n_rows = {name: 0 for name in ROW_GROUP_ROWS}
+        self.lexical_seconds = 0.0
 
     def add_document(self, record: DocumentRecord) -> None:
         self._documents.append(record)
@@ -90,7 +93,7 @@ class GenerationWriter:
         return self._writers[table_name]
 
     def finish(self, manifest: Manifest, faiss_index) -> Manifest:
-        """Close every table, write FAISS and the manifest, and fsync it all."""
+        """Close every table, write FAISS, the lexical index and the manifest, and fsync it all."""
         import faiss
 
         for name in ROW_GROUP_ROWS:
@@ -106,16 +109,27 @@ class GenerationWriter:
             compression="zstd",
         )
         faiss.write_index(faiss_index, str(self.gen_dir / FAISS_FILE))
+        started = time.perf_counter()
+        write_lexical(self.gen_dir / LEXICAL_FILE, self._chunk_texts(), self.model_id, self.dim)
+        self.lexical_seconds = time.perf_counter() - started
         checksums = {
             name: file_sha256(self.gen_dir / name)
-            for name in GENERATION_FILES
+            for name in (*GENERATION_FILES, LEXICAL_FILE)
         }
-        manifest = dataclasses.replace(manifest, table_sha256=checksums)
+        manifest = dataclasses.replace(manifest, table_sha256=checksums, lexical_tokenizer_version=TOKENIZER_VERSION)
         (self.gen_dir / MANIFEST).write_text(manifest_to_json(manifest), encoding="utf-8")
         for name in [*checksums, MANIFEST]:
             fsync_file(self.gen_dir / name)
         fsync_dir(self.gen_dir)
         return manifest
+
+    def _chunk_texts(self):
+        """The visible text of every chunk written, in vector_id order (row order), read back by
+        row group: the lexical index is rebuilt from them, carried-over chunks included (its weights
+        depend on the whole corpus), as FAISS is rebuilt from all vectors."""
+        chunks = pq.ParquetFile(self.gen_dir / TABLE_FILES["chunks"])
+        hidden = pq.read_table(self.gen_dir / TABLE_FILES["hidden_text"])
+        yield from lexical_texts(chunks.iter_batches(columns=["doc_id", "start", "text", "n_hidden"]), hidden)
 
     def abort(self) -> None:
         for writer in self._writers.values():
@@ -131,4 +145,4 @@ def file_sha256(path: Path) -> str:
     return digest.hexdigest()
 
 
-assert set(ROW_GROUP_ROWS) | {"documents"} == set(SCHEMAS)
+assert set(ROW_GROUP_ROWS) | {"documents", "lexical"} == set(SCHEMAS)

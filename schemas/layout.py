@@ -35,6 +35,7 @@ TABLE_FILES = {
 MANIFEST = "manifest.json"
 FAISS_FILE = "vectors.faiss"
 VECTORS_FILE = "vectors.f32"  # raw float32 rows by vector_id: the embedding cache of the next build
+LEXICAL_FILE = "lexical.parquet"  # BM25 postings by token; absent from generations built before it
 # Every file of a complete generation besides the manifest, in the order they are checked.
 GENERATION_FILES = (*TABLE_FILES.values(), FAISS_FILE, VECTORS_FILE)
 

@@ -246,6 +246,15 @@ class Manifest:
     ann: AnnParams | None = None  # the FAISS index and its search parameters (None: older, Flat)
 
     html_layout: str = ""  # the browser that laid HTML pages out (html_boxes), "" where none did
+    lexical_tokenizer_version: int = 0  # of lexical.parquet; 0: the generation has none (built before it)
+
+
+class SearchMode(StrEnum):
+    """How a query is matched against chunks (``Index.search``, the CLI, the API, MCP)."""
+
+    DENSE = "dense"  # nearest vectors: cosine similarity of the embeddings
+    LEXICAL = "lexical"  # BM25 over the chunks' tokens
+    HYBRID = "hybrid"  # both rankings fused by reciprocal rank
 
 
 @dataclass(frozen=True, slots=True)
@@ -253,7 +262,7 @@ class SearchHit:
     """One retrieved chunk: where it is, and its exact text."""
 
     rank: int  # 1-based
-    score: float  # cosine similarity
+    score: float  # dense: cosine similarity; lexical: BM25 score; hybrid: reciprocal-rank-fusion score
     chunk_id: str
     doc_id: str
     doc_version: str

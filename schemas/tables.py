@@ -122,6 +122,17 @@ HTML_MAP = pa.schema(
     ]
 )
 
+# BM25 postings, one row per token (ingest.lexical writes it, index.lexical reads it):
+# the chunks (vector_ids) that hold the token, and its BM25 weight in each.
+LEXICAL = pa.schema(
+    [
+        ("token", pa.string()),
+        ("vector_ids", pa.list_(pa.int32())),
+        ("weights", pa.list_(pa.float32())),
+    ]
+)
+META_LEXICAL = b"spanindex.lexical"  # JSON: tokenizer version, BM25 k1, b and method, chunk count
+
 HIDDEN_TEXT = pa.schema(
     [
         ("doc_id", pa.string()),
@@ -140,6 +151,7 @@ SCHEMAS: dict[str, pa.Schema] = {
     "html_map": HTML_MAP,
     "hidden_text": HIDDEN_TEXT,
     "html_boxes": HTML_BOXES,
+    "lexical": LEXICAL,
 }
 # Tables whose rows belong to one document each, grouped by doc_id: carried over with an
 # unchanged document, checked against its text by fsck.

@@ -107,7 +107,7 @@ def test_a_file_that_parses_forever_times_out_into_an_error_row_and_the_batch_ca
 def test_an_index_built_with_another_embedder_is_searched_only_with_that_embedder_passed_in(tmp_path):
     build_index(_small_corpus(tmp_path / "c"), tmp_path / "idx", BuildSettings(workers=1), embedder=HashingEmbedder())
     with pytest.raises(ModelError, match="test:hashing-64"):
-        index.open(tmp_path / "idx").search("invoices", k=1)  # the library knows no test double by name
+        index.open(tmp_path / "idx").search("invoices", k=1, mode="dense")  # the library knows no test double by name
     with pytest.raises(ModelError, match="the index was built with test:hashing-64"):
         index.open(tmp_path / "idx", embedder=HashingEmbedder(dim=32))
     [hit] = index.open(tmp_path / "idx", embedder=HashingEmbedder()).search("invoices due dates", k=1)

@@ -43,15 +43,18 @@ def main(argv: list[str] | None = None, *, embedder: Embedder | None = None) -> 
 
 def build_parser() -> argparse.ArgumentParser:
     # Importing the command modules registers their subcommands, in this order:
-    # the index itself, citations, the viewer.
+    # the index itself, citations, the viewer, agents.
     from index.cli import index_commands  # noqa: F401, I001
     from index.cli import citation_commands  # noqa: F401
     from index.cli import viewer_commands  # noqa: F401
+    from index.cli import agent_commands  # noqa: F401
+    from index import __version__
 
     parser = argparse.ArgumentParser(
         prog="spanindex",
         description="An offset-preserving chunk index for retrieval-augmented generation.",
     )
+    parser.add_argument("--version", action="version", version=f"spanindex {__version__}")
     sub = parser.add_subparsers(title="commands", metavar="COMMAND")
     for name, (configure, help_text, example) in COMMANDS.items():
         p = sub.add_parser(

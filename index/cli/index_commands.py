@@ -148,18 +148,29 @@ def run_build(args) -> int:
     return EXIT_FAILURES if args.strict and report.failures else EXIT_OK
 
 
-@command("search", "Retrieve the chunks nearest to a query.", 'spanindex search build/sample-index "overage price per API call" -k 5')
+@command("search", "Retrieve the chunks that best match a query, with their exact spans.",
+         'spanindex search build/sample-index "overage price per API call" -k 5 --mode hybrid')
 def _search(p: argparse.ArgumentParser) -> None:
     index_argument(p)
     p.add_argument("query")
     p.add_argument("-k", type=int, default=5, help="number of hits (default 5)")
+    p.add_argument("--mode", choices=["dense", "lexical", "hybrid"],
+                   help="dense: embeddings; lexical: BM25 (names, numbers, exact phrases); hybrid: both, "
+                        "fused by reciprocal rank (default lexical; dense for an index built before it)")
     json_option(p, "the hits (one array)")
+    p.add_argument("--format", choices=["anthropic"],
+                   help="anthropic: the hits as Claude Messages API search_result blocks (one JSON array)")
     p.set_defaults(run=run_search)
 
 
 def run_search(args) -> int:
+    idx = open_index(args)
+    hits = idx.search(args.query, args.k, mode=args.mode)
+    if args.format == "anthropic":
+        from index.anthropic_format import search_result_blocks
 
-    hits = open_index(args).search(args.query, args.k)
+        print_json(search_result_blocks(idx, hits))
+        return EXIT_OK
     if args.json:
         print_json([dataclasses.asdict(h) for h in hits])
         return EXIT_OK

@@ -23,6 +23,7 @@ from starlette.middleware.trustedhost import TrustedHostMiddleware
 
 from index.chunk_tokens import chunk_tokens
 from index.inspect import inspect_chunk
+from index.search import search_mode
 from index.verify import verify_answer
 from index.viewer.claims import answer_views
 from index.viewer.marked_source import defused_html
@@ -37,7 +38,7 @@ from schemas.citations import Policy
 from schemas.errors import AnswerFormatError, SpanindexError
 from schemas.json_input import loads, replace_surrogates
 from schemas.limits import VIEW_SIBLINGS
-from schemas.records import MediaType
+from schemas.records import MediaType, SearchMode
 
 LOOPBACK_HOSTS = ["127.0.0.1", "localhost", "[::1]", "::1"]
 MAX_PAGE_HITS = 50
@@ -105,13 +106,16 @@ def create_app(
     def search_page(
         q: Annotated[str, Query(max_length=2000)] = "",
         k: Annotated[int, Query(ge=1, le=MAX_PAGE_HITS)] = 5,
+        mode: Annotated[SearchMode | None, Query()] = None,
     ):
         hits = []
-        if q.strip():
-            with server.reading():
-                for hit in server.index.search(q, k):
+        with server.reading():
+            used = search_mode(server.index, mode)
+            if q.strip():
+                for hit in server.index.search(q, k, mode=used):
                     hits.append({"hit": hit, "view": server.views.chunk(inspect_chunk(server.index, hit.chunk_id))})
-        return page("search.html", title="Search", active="search", query=q, k=k, max_k=MAX_PAGE_HITS, hits=hits)
+        return page("search.html", title="Search", active="search", query=q, k=k, max_k=MAX_PAGE_HITS, hits=hits,
+                    mode=used.value, modes=[m.value for m in SearchMode])
 
     @app.get("/verify", response_class=HTMLResponse, include_in_schema=False)
     def verify_form():
