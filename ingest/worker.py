@@ -3,6 +3,11 @@
 Workers never load torch: they need PyMuPDF, the HTML parser and the model's
 tokenizer only. What they return is compact (Arrow tables, not Python
 objects per glyph) so that shipping it to the embedding process is cheap.
+
+A worker on this machine reads the file and writes its text and source into
+the index folder itself. A worker with no index folder (``index_root=None``,
+on another machine) is handed the bytes and returns the files in its result,
+for the one process that writes the index to store (``store_document``).
 """
 
 from __future__ import annotations
@@ -29,7 +34,7 @@ from schemas.tables import chunks_table, html_map_table, pdf_chars_table, pdf_pa
 class WorkerSettings:
     model: ModelInfo
     chunker: ChunkerSettings
-    index_root: Path
+    index_root: Path | None  # None: the result carries the files to store (a worker with no index folder)
     max_file_bytes: int
 
 
@@ -39,6 +44,15 @@ class FileJob:
     doc_id: str
     media_type: MediaType
     live_sha256: str | None  # the file's hash in the live generation, if it is there
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class DocumentFiles:
+    """What one document adds to the index's texts/ and sources/ (content-addressed, written once)."""
+
+    text: bytes  # the document text, UTF-8
+    source_suffix: str
+    decoded_source: bytes | None = None  # HTML: the decoded source its map indexes, UTF-8
 
 
 @dataclass(slots=True, eq=False)
@@ -51,6 +65,7 @@ class DocResult:
     seconds: float = 0.0
     peak_rss_kb: int = 0  # the worker process's peak resident memory so far (0 where unknown)
     internal_error: str = ""  # traceback of an unexpected failure (a bug, not bad input)
+    files: DocumentFiles | None = None  # to store, when the worker had no index folder
 
     @property
     def unchanged(self) -> bool:
@@ -69,10 +84,19 @@ def init_worker(settings: WorkerSettings) -> None:
 
 def process_file(job: FileJob) -> DocResult:
     """Everything about one file that does not need the model, as one result."""
+    return _guarded(job, lambda settings: _process(job, settings))
+
+
+def process_source(job: FileJob, source: bytes) -> DocResult:
+    """``process_file`` for bytes read by another process, perhaps on another machine."""
+    return _guarded(job, lambda settings: _process_source(job, source, settings))
+
+
+def _guarded(job: FileJob, work) -> DocResult:
     assert _settings is not None, "init_worker was not called"
     started = time.perf_counter()
     try:
-        result = _process(job, _settings)
+        result = work(_settings)
     except Exception as exc:  # a parser bug must not end the batch; the traceback is kept
         record = _error_record(job, f"internal error while parsing: {type(exc).__name__}: {exc}")
         result = DocResult(job.doc_id, record, internal_error=traceback.format_exc())
@@ -119,14 +143,25 @@ def _error_record(job: FileJob, reason: str) -> DocumentRecord:
     )
 
 
-def _process(job: FileJob, settings: WorkerSettings) -> DocResult:
+def read_source(job: FileJob) -> bytes | DocResult:
+    """The file's bytes; or its result when they need no parsing (unreadable, or unchanged)."""
     try:
         source = job.path.read_bytes()
     except OSError as exc:
         return DocResult(job.doc_id, _error_record(job, f"cannot read the file: {exc.strerror or exc}"))
     if job.live_sha256 is not None and hashlib.sha256(source).hexdigest() == job.live_sha256:
         return DocResult(job.doc_id, None)
+    return source
 
+
+def _process(job: FileJob, settings: WorkerSettings) -> DocResult:
+    source = read_source(job)
+    if isinstance(source, DocResult):
+        return source
+    return _process_source(job, source, settings)
+
+
+def _process_source(job: FileJob, source: bytes, settings: WorkerSettings) -> DocResult:
     outcome = parse_document(source, job.doc_id, job.media_type, settings.max_file_bytes)
     record, parsed = outcome.record, outcome.parsed
     if parsed is None:
@@ -138,7 +173,14 @@ def _process(job: FileJob, settings: WorkerSettings) -> DocResult:
 
     spans = chunk_spans(parsed.text, _tokenizer, settings.chunker)
     chunks = make_chunks(parsed, spans)
-    _store(settings.index_root, job, source, record, parsed)
+    files = DocumentFiles(
+        text=parsed.text.encode("utf-8"),
+        source_suffix=job.path.suffix,
+        decoded_source=None if parsed.decoded_source is None else parsed.decoded_source.encode("utf-8"),
+    )
+    if settings.index_root is not None:
+        store_document(settings.index_root, record, source, files)
+        files = None
     record = dataclasses.replace(record, n_chunks=len(chunks))
     return DocResult(
         job.doc_id,
@@ -146,6 +188,7 @@ def _process(job: FileJob, settings: WorkerSettings) -> DocResult:
         chunks=chunks_table(chunks),
         embed_texts=[s.embed_text for s in spans],
         tables=tables,
+        files=files,
     )
 
 
@@ -160,13 +203,13 @@ def _map_tables(parsed: ParsedDocument) -> dict[str, pa.Table]:
     return tables
 
 
-def _store(root: Path, job: FileJob, source: bytes, record: DocumentRecord, parsed: ParsedDocument) -> None:
+def store_document(root: Path, record: DocumentRecord, source: bytes, files: DocumentFiles) -> None:
     """Texts and sources are content-addressed and shared by generations: write once."""
     paths = IndexPaths(root)
-    write_once(paths.text(record.doc_version), parsed.text.encode("utf-8"))
-    write_once(paths.source(record.source_sha256, job.path.suffix), source)
-    if parsed.decoded_source is not None:
-        write_once(paths.decoded_source(record.source_sha256), parsed.decoded_source.encode("utf-8"))
+    write_once(paths.text(record.doc_version), files.text)
+    write_once(paths.source(record.source_sha256, files.source_suffix), source)
+    if files.decoded_source is not None:
+        write_once(paths.decoded_source(record.source_sha256), files.decoded_source)
 
 
 _SURROGATE = re.compile("[\ud800-\udfff]")

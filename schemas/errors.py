@@ -75,3 +75,7 @@ class ModelError(SpanindexError):
 
 class AnswerFormatError(SpanindexError):
     """An answer or citation file is not in a shape we accept."""
+
+
+class ClusterError(SpanindexError):
+    """A cluster cannot run the build: Ray is missing, or a node runs other code or another model."""

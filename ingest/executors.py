@@ -1,0 +1,83 @@
+"""Where a build's work runs: this machine's process pool, or a Ray cluster.
+
+A build needs two things done for it: each file parsed and chunked (the same
+``ingest.worker`` code everywhere), and chunk texts embedded (the same
+``Embedder`` everywhere). An executor decides only where that code runs; the
+build that orders, reuses, writes and publishes is one and the same.
+
+>>> with LocalExecutor(workers=1) as executor:
+...     executor.describe()
+'local (1 worker process)'
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator, Sequence
+from typing import Protocol
+
+from ingest.embed import Embedder
+from ingest.model import ModelInfo
+from ingest.worker import DocResult, FileJob, WorkerSettings
+
+
+class Executor(Protocol):
+    """Runs the per-file work and the embedding of one build."""
+
+    def process(self, jobs: Sequence[FileJob], settings: WorkerSettings, timeout_s: float | None) -> Iterator[DocResult]:
+        """One result per job, in job order.
+
+        By the time a result is yielded, its document text and source are stored under
+        ``settings.index_root``. A file that crashes its worker becomes
+        ``worker.crashed_result``; one still parsing ``timeout_s`` seconds after it
+        started becomes ``worker.timed_out_result``; the batch carries on.
+        """
+        ...
+
+    def embedder(self, model: ModelInfo, embedder: Embedder | None = None) -> Embedder:
+        """The embedder the build calls: ``model`` loaded where this executor embeds,
+        or ``embedder`` (one passed in, such as a test double) run there instead."""
+        ...
+
+    def describe(self) -> str:
+        """Where the work runs, in a few words (for the build's report)."""
+        ...
+
+    def close(self) -> None:
+        """Stop what this executor started; safe to call twice."""
+        ...
+
+    def __enter__(self) -> Executor: ...
+
+    def __exit__(self, *exc) -> None: ...
+
+
+class LocalExecutor:
+    """Worker processes on this machine parse; this process embeds."""
+
+    def __init__(self, workers: int = 0) -> None:
+        self.workers = workers or os.cpu_count() or 1  # 1: everything in this process
+
+    def process(self, jobs: Sequence[FileJob], settings: WorkerSettings, timeout_s: float | None) -> Iterator[DocResult]:
+        from ingest.pool import process_in_workers
+
+        return process_in_workers(list(jobs), settings, self.workers, timeout_s=timeout_s)
+
+    def embedder(self, model: ModelInfo, embedder: Embedder | None = None) -> Embedder:
+        if embedder is not None:
+            return embedder
+        from ingest.embed import SentenceTransformerEmbedder
+
+        return SentenceTransformerEmbedder(model)
+
+    def describe(self) -> str:
+        return f"local ({self.workers} worker process{'es' if self.workers != 1 else ''})"
+
+    def close(self) -> None:
+        pass
+
+    def __enter__(self) -> LocalExecutor:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()

