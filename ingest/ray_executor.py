@@ -117,10 +117,14 @@ class RayExecutor:
             if self.settings.address is None:
                 ray.init(address="local", num_cpus=self.settings.num_cpus, include_dashboard=False, **quiet)
             else:
+                _check_reachable(self.settings.address)
                 try:
                     ray.init(address=self.settings.address, **quiet)
                 except (ConnectionError, ValueError, RuntimeError) as exc:
-                    raise ClusterError(f"cannot join the Ray cluster at {self.settings.address!r}: {exc}") from None
+                    raise ClusterError(
+                        f"cannot join the Ray cluster at {self.settings.address!r}: {exc} (a cluster with token "
+                        "authentication needs RAY_AUTH_MODE=token and its token, as any Ray driver does)"
+                    ) from None
             self._owns_ray = True
         self._ray = ray
         cpus = int(ray.cluster_resources().get("CPU", 1))
@@ -236,7 +240,10 @@ class RayExecutor:
                 ready, _ = ray.wait([flight.task], timeout=None)
                 return True
             if flight.started_at is None:
-                signed_in = ray.get(self._board.since.remote(flight.key))
+                try:
+                    signed_in = ray.get(self._board.since.remote(flight.key))
+                except ray.exceptions.RayActorError as exc:
+                    raise ClusterError(f"the start board did not start: {_actor_failure(exc)}") from None
                 if signed_in is not None:  # a worker's clock: bounded by what the driver saw
                     flight.started_at = min(time.time(), max(flight.submitted_at, signed_in))
             left = POLL_S if flight.started_at is None else flight.started_at + timeout_s - time.time()
@@ -414,6 +421,19 @@ def _library_versions() -> list[str]:
 @functools.cache
 def _file_sha256(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def _check_reachable(address: str) -> None:
+    """Refuse an address nothing listens on: Ray would retry a GCS address forever."""
+    if address == "auto":
+        return  # Ray finds the cluster this machine runs, or says there is none
+    host, _, port = address.removeprefix("ray://").rpartition(":")
+    try:
+        socket.create_connection((host or "127.0.0.1", int(port)), timeout=10).close()
+    except ValueError:
+        raise ClusterError(f"--ray-address {address!r} is not auto, HOST:PORT or ray://HOST:PORT") from None
+    except OSError as exc:
+        raise ClusterError(f"no Ray cluster answers at {address!r}: {exc.strerror or exc}") from None
 
 
 def _import_ray():

@@ -1,12 +1,14 @@
 """The Ray executor: the local pool's results, error rows and reasons, from tasks and actors on Ray.
 
-Every test here runs on one real Ray instance (2 CPUs) that this module starts and
-stops; after it stops, no Ray process it started may be left running.
+The tests marked slow run on one real Ray instance (2 CPUs) that this module starts and
+stops; after it stops, no Ray process it started may be left running. They skip when
+Ray is not installed.
 """
 
 from __future__ import annotations
 
 import os
+import socket
 import sys
 import time
 from pathlib import Path
@@ -14,24 +16,24 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-ray = pytest.importorskip("ray", reason="ray is not installed (pip install 'spanindex[ray]')")
+from ingest.build import discover
+from ingest.model import resolve_model
+from ingest.parse import media_type_of
+from ingest.pool import process_in_workers
+from ingest.ray_executor import (
+    NodeExpectations,
+    RayExecutor,
+    RaySettings,
+    _check_reachable,
+    _node_model,
+    code_fingerprint,
+)
+from ingest.worker import FileJob, WorkerSettings, crashed_result, process_source, timed_out_result
+from schemas.errors import ClusterError
+from schemas.records import ChunkerSettings, DocStatus, MediaType
 
-from ingest.model import resolve_model  # noqa: E402
-from ingest.pool import process_in_workers  # noqa: E402
-from ingest.ray_executor import NodeExpectations, RayExecutor, RaySettings, _node_model  # noqa: E402
-from ingest.worker import FileJob, WorkerSettings, crashed_result, process_source, timed_out_result  # noqa: E402
-from ingest.build import discover  # noqa: E402
-from ingest.parse import media_type_of  # noqa: E402
-from schemas.errors import ClusterError  # noqa: E402
-from schemas.records import ChunkerSettings, DocStatus, MediaType  # noqa: E402
-
-from conftest import SAMPLE_CORPUS  # noqa: E402
-from ray_processes import ray_processes, wait_for_no_strays  # noqa: E402
-
-pytestmark = pytest.mark.slow
-
-# Ray pickles functions by reference, and tests/ is not importable on Ray's workers.
-ray.cloudpickle.register_pickle_by_value(sys.modules[__name__])
+from conftest import SAMPLE_CORPUS
+from ray_processes import ray_processes, wait_for_no_strays
 
 
 def crash_on_marked_files(job: FileJob, source: bytes):
@@ -53,8 +55,33 @@ def refuse_this_node(job: FileJob, source: bytes):
     raise ClusterError("node test-node runs another spanindex than the driver")
 
 
+def test_an_address_nothing_answers_at_is_refused_at_once_not_retried_forever():
+    with socket.socket() as probe:  # a port that was free a moment ago: nothing listens there
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    started = time.perf_counter()
+    for address in (f"127.0.0.1:{port}", f"ray://127.0.0.1:{port}"):
+        with pytest.raises(ClusterError, match="no Ray cluster answers"):
+            _check_reachable(address)
+    with pytest.raises(ClusterError, match="is not auto, HOST:PORT or ray://HOST:PORT"):
+        _check_reachable("head-node")
+    assert time.perf_counter() - started < 5
+
+
+def test_a_node_with_other_code_or_another_model_refuses_to_work():
+    model = resolve_model()
+    same = NodeExpectations(code_fingerprint(), model.model_id, "")
+    with pytest.raises(ClusterError, match="another spanindex or other parser libraries"):
+        _node_model(model, NodeExpectations("0" * 64, model.model_id, same.tokenizer_sha256))
+    with pytest.raises(ClusterError, match="has another sentence-transformers/all-MiniLM-L6-v2"):
+        _node_model(model, same)  # the tokenizer the driver has differs from this node's
+
+
 @pytest.fixture(scope="module")
 def executor():
+    ray = pytest.importorskip("ray", reason="ray is not installed (pip install 'spanindex[ray]')")
+    # Ray pickles functions by reference, and tests/ is not importable on Ray's workers.
+    ray.cloudpickle.register_pickle_by_value(sys.modules[__name__])
     before = {p.pid for p in ray_processes()}
     with RayExecutor(RaySettings(num_cpus=2)) as running:
         started = {p.info["name"] for p in ray_processes() if p.pid not in before}
@@ -75,6 +102,7 @@ def _markdown_jobs(corpus: Path, names: list[str]) -> list[FileJob]:
     return [FileJob(corpus / n, n, MediaType.MARKDOWN, None) for n in names]
 
 
+@pytest.mark.slow
 def test_ray_tasks_give_the_local_pools_results_and_store_the_same_files(executor, tmp_path):
     files, _ = discover(SAMPLE_CORPUS)
     jobs = [FileJob(path, doc_id, media_type_of(doc_id), None) for doc_id, path in files]
@@ -97,6 +125,7 @@ def test_ray_tasks_give_the_local_pools_results_and_store_the_same_files(executo
     assert sum(1 for r in remote if r.record.status is DocStatus.OK) > 5
 
 
+@pytest.mark.slow
 def test_a_task_that_kills_its_worker_becomes_the_local_error_row_and_the_batch_carries_on(executor, tmp_path):
     names = ["a.md", "b-crash.md", "c.md", "d.md", "e-crash.md", "f.md"]
     jobs = _markdown_jobs(tmp_path / "c", names)
@@ -110,6 +139,7 @@ def test_a_task_that_kills_its_worker_becomes_the_local_error_row_and_the_batch_
             assert (tmp_path / "idx" / "texts").is_dir()
 
 
+@pytest.mark.slow
 def test_a_task_that_hangs_is_stopped_at_the_doc_timeout_and_the_batch_carries_on(executor, tmp_path):
     names = ["a.md", "b-hang.md", "c.md", "d-hang.md", "e.md", "f.md"]
     jobs = _markdown_jobs(tmp_path / "c", names)
@@ -130,15 +160,14 @@ def test_a_task_that_hangs_is_stopped_at_the_doc_timeout_and_the_batch_carries_o
     assert not [p for p in ray_processes() if p.name() == "ray::_parse_remote"], "a hung task's worker survived"
 
 
-def test_a_node_that_runs_other_code_stops_the_build_with_its_reason(executor, tmp_path):
+@pytest.mark.slow
+def test_a_task_that_finds_its_node_different_stops_the_build_with_the_nodes_reason(executor, tmp_path):
     jobs = _markdown_jobs(tmp_path / "c", ["a.md", "b.md"])
     with pytest.raises(ClusterError, match="runs another spanindex"):
         list(executor.process(jobs, _settings(tmp_path / "idx"), timeout_s=60, work=refuse_this_node))
-    model = resolve_model()
-    with pytest.raises(ClusterError, match="another spanindex or other parser libraries"):
-        _node_model(model, NodeExpectations("0" * 64, model.model_id, "0" * 64))
 
 
+@pytest.mark.slow
 def test_embedding_actors_give_the_vectors_of_an_in_process_embedder(executor, real_embedder):
     texts = [f"Overage on plan {i} is billed at ${i}.12 per 1,000 API calls." for i in range(40)]
     embedder = executor.embedder(resolve_model())
