@@ -12,13 +12,15 @@ build that orders, reuses, writes and publishes is one and the same.
 
 from __future__ import annotations
 
+import contextlib
 import os
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import AbstractContextManager
 from typing import Protocol
 
 from ingest.embed import Embedder
 from ingest.model import ModelInfo
-from ingest.worker import DocResult, FileJob, WorkerSettings
+from ingest.worker import DocResult, FileJob, WorkerSettings, process_file
 
 
 class Executor(Protocol):
@@ -34,9 +36,9 @@ class Executor(Protocol):
         """
         ...
 
-    def embedder(self, model: ModelInfo, embedder: Embedder | None = None) -> Embedder:
-        """The embedder the build calls: ``model`` loaded where this executor embeds,
-        or ``embedder`` (one passed in, such as a test double) run there instead."""
+    def embedding(self, model: ModelInfo, embedder: Embedder | None = None) -> AbstractContextManager[Embedder]:
+        """The embedder a build calls, for the length of the ``with`` block: ``model`` loaded
+        where this executor embeds, or ``embedder`` (one passed in, such as a test double) run there."""
         ...
 
     def describe(self) -> str:
@@ -55,20 +57,22 @@ class Executor(Protocol):
 class LocalExecutor:
     """Worker processes on this machine parse; this process embeds."""
 
-    def __init__(self, workers: int = 0) -> None:
+    def __init__(self, workers: int = 0, work: Callable[[FileJob], DocResult] = process_file) -> None:
         self.workers = workers or os.cpu_count() or 1  # 1: everything in this process
+        self.work = work  # a module-level function: it is sent to the worker processes
 
     def process(self, jobs: Sequence[FileJob], settings: WorkerSettings, timeout_s: float | None) -> Iterator[DocResult]:
         from ingest.pool import process_in_workers
 
-        return process_in_workers(list(jobs), settings, self.workers, timeout_s=timeout_s)
+        return process_in_workers(list(jobs), settings, self.workers, work=self.work, timeout_s=timeout_s)
 
-    def embedder(self, model: ModelInfo, embedder: Embedder | None = None) -> Embedder:
-        if embedder is not None:
-            return embedder
-        from ingest.embed import SentenceTransformerEmbedder
+    @contextlib.contextmanager
+    def embedding(self, model: ModelInfo, embedder: Embedder | None = None) -> Iterator[Embedder]:
+        if embedder is None:
+            from ingest.embed import SentenceTransformerEmbedder
 
-        return SentenceTransformerEmbedder(model)
+            embedder = SentenceTransformerEmbedder(model)
+        yield embedder
 
     def describe(self) -> str:
         return f"local ({self.workers} worker process{'es' if self.workers != 1 else ''})"

@@ -22,6 +22,7 @@ local build gives it.
 from __future__ import annotations
 
 import collections
+import contextlib
 import dataclasses
 import functools
 import hashlib
@@ -89,8 +90,10 @@ class RayExecutor:
     ...     report = build_index("corpus", "index", executor=executor)
     """
 
-    def __init__(self, settings: RaySettings = RaySettings()) -> None:
+    def __init__(self, settings: RaySettings = RaySettings(),
+                 work: Callable[[FileJob, bytes], DocResult] = process_source) -> None:
         self.settings = settings
+        self.work = work  # a module-level function, run in the tasks on each file's bytes
         self.in_flight = 0
         self._ray = None
         self._owns_ray = False
@@ -163,15 +166,9 @@ class RayExecutor:
 
     # -- parsing and chunking ------------------------------------------------------------
 
-    def process(
-        self,
-        jobs: Sequence[FileJob],
-        settings: WorkerSettings,
-        timeout_s: float | None = None,
-        work: Callable[[FileJob, bytes], DocResult] = process_source,
-    ) -> Iterator[DocResult]:
-        """``work`` (a module-level function) on each file's bytes in a Ray task; results in job order."""
-        ray = self._require()
+    def process(self, jobs: Sequence[FileJob], settings: WorkerSettings, timeout_s: float | None = None) -> Iterator[DocResult]:
+        """Each file's bytes parsed and chunked in a Ray task; results in job order."""
+        ray, work = self._require(), self.work
         if settings.index_root is None:
             raise ValueError("the driver stores texts and sources: WorkerSettings.index_root is needed")
         expected = node_expectations(settings.model)
@@ -255,16 +252,24 @@ class RayExecutor:
 
     # -- embedding -----------------------------------------------------------------------
 
-    def embedder(self, model: ModelInfo, embedder: Embedder | None = None) -> Embedder:
-        """A pool of actors, each loading ``model`` once (or running ``embedder``, shipped to them)."""
+    @contextlib.contextmanager
+    def embedding(self, model: ModelInfo, embedder: Embedder | None = None) -> Iterator[RayEmbedder]:
+        """A pool of actors, each loading ``model`` once (or running ``embedder``, shipped to them),
+        for the length of the ``with`` block: their CPUs or GPUs are the cluster's again after it."""
         ray = self._require()
         gpus = int(ray.cluster_resources().get("GPU", 0))
         size = self.settings.embed_actors or max(gpus, 1)
         options = dict(num_gpus=1, num_cpus=1) if gpus else dict(num_cpus=1)
         actor_class = ray.remote(max_restarts=1, max_task_retries=1, **options)(_EmbedActor)
         expected = node_expectations(model)
-        self._actors = [actor_class.remote(model, embedder, expected) for _ in range(size)]
-        return RayEmbedder(ray, self._actors)
+        actors = [actor_class.remote(model, embedder, expected) for _ in range(size)]
+        self._actors.extend(actors)
+        try:
+            yield RayEmbedder(ray, actors)
+        finally:
+            for actor in actors:
+                ray.kill(actor, no_restart=True)
+                self._actors.remove(actor)
 
 
 @dataclass(slots=True, eq=False)

@@ -91,6 +91,13 @@ def executor():
     assert not strays, f"Ray processes left running after shutdown: {strays}"
 
 
+def _process(jobs: list[FileJob], index_root: Path, timeout_s: float, work) -> list:
+    """``work`` on each job in Ray tasks, on the Ray instance the module runs (an executor
+    started while Ray runs joins it, and leaves it running when it closes)."""
+    with RayExecutor(RaySettings(), work=work) as executor:
+        return list(executor.process(jobs, _settings(index_root), timeout_s=timeout_s))
+
+
 def _settings(index_root: Path) -> WorkerSettings:
     return WorkerSettings(resolve_model(), ChunkerSettings(), index_root, 1 << 20)
 
@@ -129,7 +136,7 @@ def test_ray_tasks_give_the_local_pools_results_and_store_the_same_files(executo
 def test_a_task_that_kills_its_worker_becomes_the_local_error_row_and_the_batch_carries_on(executor, tmp_path):
     names = ["a.md", "b-crash.md", "c.md", "d.md", "e-crash.md", "f.md"]
     jobs = _markdown_jobs(tmp_path / "c", names)
-    results = list(executor.process(jobs, _settings(tmp_path / "idx"), timeout_s=600, work=crash_on_marked_files))
+    results = _process(jobs, tmp_path / "idx", 600, crash_on_marked_files)
     assert [r.doc_id for r in results] == names
     for job, result in zip(jobs, results):
         if "crash" in job.doc_id:
@@ -144,7 +151,7 @@ def test_a_task_that_hangs_is_stopped_at_the_doc_timeout_and_the_batch_carries_o
     names = ["a.md", "b-hang.md", "c.md", "d-hang.md", "e.md", "f.md"]
     jobs = _markdown_jobs(tmp_path / "c", names)
     started = time.perf_counter()
-    results = list(executor.process(jobs, _settings(tmp_path / "idx"), timeout_s=4, work=hang_on_marked_files))
+    results = _process(jobs, tmp_path / "idx", 4, hang_on_marked_files)
     seconds = time.perf_counter() - started
     assert [r.doc_id for r in results] == names
     for job, result in zip(jobs, results):
@@ -164,15 +171,20 @@ def test_a_task_that_hangs_is_stopped_at_the_doc_timeout_and_the_batch_carries_o
 def test_a_task_that_finds_its_node_different_stops_the_build_with_the_nodes_reason(executor, tmp_path):
     jobs = _markdown_jobs(tmp_path / "c", ["a.md", "b.md"])
     with pytest.raises(ClusterError, match="runs another spanindex"):
-        list(executor.process(jobs, _settings(tmp_path / "idx"), timeout_s=60, work=refuse_this_node))
+        _process(jobs, tmp_path / "idx", 60, refuse_this_node)
 
 
 @pytest.mark.slow
 def test_embedding_actors_give_the_vectors_of_an_in_process_embedder(executor, real_embedder):
+    import ray
+
     texts = [f"Overage on plan {i} is billed at ${i}.12 per 1,000 API calls." for i in range(40)]
-    embedder = executor.embedder(resolve_model())
-    assert (embedder.model_id, embedder.dim) == (real_embedder.model_id, real_embedder.dim)
-    vectors = embedder.embed(texts)
+    with executor.embedding(resolve_model()) as embedder:
+        assert (embedder.model_id, embedder.dim) == (real_embedder.model_id, real_embedder.dim)
+        vectors = embedder.embed(texts)
+        assert embedder.embed([]).shape == (0, real_embedder.dim)
+        actor = embedder.actors[0]
     assert vectors.dtype == np.float32 and vectors.shape == (40, real_embedder.dim)
     np.testing.assert_allclose(vectors, real_embedder.embed(texts), atol=1e-5)
-    assert embedder.embed([]).shape == (0, real_embedder.dim)
+    with pytest.raises(ray.exceptions.RayActorError):  # the pool ends with the block: its CPU is free again
+        ray.get(actor.identity.remote(), timeout=60)
