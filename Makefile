@@ -38,8 +38,9 @@ search: venv
 test: venv
 	$(BIN)/python -m pytest
 
+# No real model, no process but pytest's own (no worker pool, no CLI subprocess), no browser.
 test-fast: venv
-	$(BIN)/python -m pytest -m "not slow and not browser"
+	$(BIN)/python -m pytest -m "not slow and not spawns and not browser"
 
 # The viewer on the sample index (built first if absent): http://127.0.0.1:8000/ (PORT=8001 make serve).
 serve: venv

@@ -34,10 +34,10 @@ def main() -> None:
     sys.path.insert(0, str(ROOT))
     work = Path(tempfile.mkdtemp(prefix="spanindex-bench-"))
     try:
-        from ingest.embed import HashingEmbedder, SentenceTransformerEmbedder
+        from ingest.embed import SentenceTransformerEmbedder
 
         corpus = SHARED if SHARED.is_dir() else SAMPLE
-        embedder = HashingEmbedder() if args.skip_model else SentenceTransformerEmbedder()
+        embedder = _test_embedder() if args.skip_model else SentenceTransformerEmbedder()
         bench_parse(corpus)
         index_dir, full_seconds = bench_build(corpus, work, embedder)
         bench_verify(index_dir, work)
@@ -49,6 +49,14 @@ def main() -> None:
     Path(args.output).parent.mkdir(parents=True, exist_ok=True)
     Path(args.output).write_text(json.dumps(RESULTS, indent=2) + "\n")
     print(f"\nwritten to {args.output}")
+
+
+def _test_embedder():
+    """The tests' deterministic stand-in for the model (tests/doubles.py)."""
+    sys.path.insert(0, str(ROOT / "tests"))
+    from doubles import HashingEmbedder
+
+    return HashingEmbedder()
 
 
 def report(key: str, value, text: str) -> None:

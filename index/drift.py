@@ -31,8 +31,13 @@ _FUZZY_WINDOW = 4000  # characters around the stored position searched first
 
 @dataclass(frozen=True, slots=True)
 class DriftSummary:
-    by_drift: dict[str, int]
+    by_drift: dict[DriftStatus, int]  # every status, in the vocabulary's order
     unchecked: int  # citations that were never verified, so there is nothing to check
+
+    @property
+    def failed(self) -> int:
+        """Citations that no longer stand (neither ok nor moved)."""
+        return sum(n for drift, n in self.by_drift.items() if not drift.holds)
 
 
 class DriftChecker:
@@ -59,9 +64,10 @@ class DriftChecker:
         if text[citation.doc_start : citation.doc_end] == citation.quote:
             return self._relocate(citation, citation.doc_start, DriftStatus.OK, "")
         found = _find_again(text, citation)
-        if isinstance(found, int):
-            return self._relocate(citation, found, DriftStatus.MOVED, f"moved from {citation.doc_start} to {found}")
-        if found == "ambiguous":
+        if len(found) == 1:
+            [at] = found
+            return self._relocate(citation, at, DriftStatus.MOVED, f"moved from {citation.doc_start} to {at}")
+        if found:
             return _mark(citation, DriftStatus.AMBIGUOUS, "the quote occurs more than once and its context does not decide where")
         fuzzy = _fuzzy_find(text, citation)
         if fuzzy is None:
@@ -94,22 +100,23 @@ class DriftChecker:
         return None
 
 
-def _find_again(text: str, citation: Citation) -> int | str | None:
-    """Where the quote is now: its offset, "ambiguous", or None (not verbatim anywhere)."""
+def _find_again(text: str, citation: Citation) -> tuple[int, ...]:
+    """Where the quote is now, verbatim: one offset (found), two (ambiguous), or none (gone).
+
+    The quote with its stored context is tried first, then with the prefix or the suffix
+    alone, then bare; a context that occurs exactly once decides.
+    """
     quote = citation.quote
     with_context = citation.prefix + quote + citation.suffix
     candidates = _occurrences(text, with_context)
     if len(candidates) == 1:
-        return candidates[0] + len(citation.prefix)
+        return (candidates[0] + len(citation.prefix),)
     for context, shift in ((citation.prefix + quote, len(citation.prefix)), (quote + citation.suffix, 0)):
         if context != quote:
             candidates = _occurrences(text, context)
             if len(candidates) == 1:
-                return candidates[0] + shift
-    candidates = _occurrences(text, quote)
-    if len(candidates) == 1:
-        return candidates[0]
-    return "ambiguous" if candidates else None
+                return (candidates[0] + shift,)
+    return tuple(_occurrences(text, quote))
 
 
 def _occurrences(text: str, needle: str, limit: int = 2) -> list[int]:
@@ -137,7 +144,7 @@ def _fuzzy_find(text: str, citation: Citation) -> tuple[int, int, float] | None:
 
 
 def _mark(citation: Citation, drift: DriftStatus, detail: str) -> Citation:
-    return dataclasses.replace(citation, drift=drift.value, drift_detail=detail)
+    return dataclasses.replace(citation, drift=drift, drift_detail=detail)
 
 
 def check_records(index: Index, records: Iterable[ClaimRecord]) -> Iterator[ClaimRecord]:
@@ -148,12 +155,12 @@ def check_records(index: Index, records: Iterable[ClaimRecord]) -> Iterator[Clai
 
 
 def summarize_drift(records: Iterable[ClaimRecord]) -> DriftSummary:
-    counts = collections.Counter()
+    counts: collections.Counter[DriftStatus] = collections.Counter()
     unchecked = 0
     for record in records:
         for citation in record.citations:
-            if citation.drift:
-                counts[citation.drift] += 1
-            else:
+            if citation.drift is None:
                 unchecked += 1
-    return DriftSummary({d.value: counts[d.value] for d in DriftStatus}, unchecked)
+            else:
+                counts[citation.drift] += 1
+    return DriftSummary({d: counts[d] for d in DriftStatus}, unchecked)

@@ -13,9 +13,9 @@ from pathlib import Path
 
 import numpy as np
 
-from index.layout import FAISS_FILE, TABLE_FILES, VECTORS_FILE, IndexPaths, read_current
 from index.store import Generation
 from schemas.errors import IndexFormatError
+from schemas.layout import FAISS_FILE, GENERATION_FILES, TABLE_FILES, VECTORS_FILE, IndexPaths, read_current
 from schemas.records import DocStatus, MediaType
 from schemas.tables import check_schema
 
@@ -56,7 +56,7 @@ def fsck(root: str | Path, generation: str | None = None) -> list[Fault]:
 def _checksums(gen: Generation) -> list[Fault]:
     faults = []
     expected = gen.manifest.table_sha256
-    for file_name in [*TABLE_FILES.values(), FAISS_FILE, VECTORS_FILE]:
+    for file_name in GENERATION_FILES:
         path = gen.dir / file_name
         if not path.is_file():
             faults.append(Fault(f"{gen.name}/{file_name}", "missing"))

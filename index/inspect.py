@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from index.locate import HtmlSourceMap, PdfCharMap
+from index.locate import PdfCharMap
 from index.reader import Index
 from schemas.errors import SpanindexError
 from schemas.records import Chunk, MediaType, Rect
@@ -36,12 +36,13 @@ def inspect_chunk(index: Index, chunk_id: str, *, glyph_boxes: bool = False) -> 
     rects: list[Rect] = []
     src = (None, None)
     if doc.media_type is MediaType.PDF:
-        text = index.doc_text(chunk.doc_version)
-        char_map = PdfCharMap.from_table(index.pdf_char_table(chunk.doc_id), text)
-        rects = _glyph_rects(char_map, chunk) if glyph_boxes else char_map.rects(text, chunk.start, chunk.end)
+        char_map = index.pdf_char_map(chunk.doc_id)
+        if glyph_boxes:
+            rects = _glyph_rects(char_map, chunk)
+        else:
+            rects = char_map.rects(index.doc_text(chunk.doc_version), chunk.start, chunk.end)
     elif doc.media_type is MediaType.HTML:
-        source_map = HtmlSourceMap.from_table(index.generation.rows_of("html_map", chunk.doc_id))
-        src = source_map.source_range(chunk.start, chunk.end)
+        src = index.html_source_map(chunk.doc_id).source_range(chunk.start, chunk.end)
     return ChunkPlace(
         chunk_id=chunk.chunk_id,
         doc_id=chunk.doc_id,

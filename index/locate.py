@@ -127,3 +127,29 @@ class HtmlSourceMap:
         else:
             src_end = int(self.src_ends[last])
         return src_start, max(src_start, src_end)
+
+    def source_ranges(self, start: int, end: int) -> list[tuple[int, int]]:
+        """The decoded-source ranges that text ``[start, end)`` came from, merged where they touch.
+
+        Unlike ``source_range`` (one range from the first to the last source character),
+        text the parser left out between two runs (a hidden element, a comment) is in no range.
+        """
+        first = int(np.searchsorted(self.ends, start, side="right"))
+        last = int(np.searchsorted(self.starts, end, side="left"))
+        ranges: list[tuple[int, int]] = []
+        for i in range(first, last):
+            a, b = max(start, int(self.starts[i])), min(end, int(self.ends[i]))
+            if a >= b:
+                continue
+            if self.is_text[i]:  # one source character per text character
+                offset = int(self.src_starts[i]) - int(self.starts[i])
+                src_a, src_b = a + offset, b + offset
+            else:  # an entity or collapsed whitespace: its whole source; synthetic: nothing
+                src_a, src_b = int(self.src_starts[i]), int(self.src_ends[i])
+            if src_a >= src_b:
+                continue
+            if ranges and src_a <= ranges[-1][1]:
+                ranges[-1] = (ranges[-1][0], max(ranges[-1][1], src_b))
+            else:
+                ranges.append((src_a, src_b))
+        return ranges

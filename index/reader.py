@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
+import collections
+from collections.abc import Callable
 from pathlib import Path
 
 import pyarrow as pa
 
-from index.layout import IndexPaths, read_current
+from index.locate import HtmlSourceMap, PdfCharMap
 from index.store import Generation, open_generation, read_text_file
+from ingest.embed import Embedder
 from schemas.errors import IndexFormatError
+from schemas.layout import IndexPaths, read_current
 from schemas.records import (
     Chunk,
     DocumentRecord,
@@ -28,6 +32,9 @@ from schemas.tables import (
 )
 
 
+MAPS_KEPT = 32  # offset maps of this many (document, kind) pairs stay built
+
+
 class Index:
     """A read-only view of one generation of an index folder.
 
@@ -37,7 +44,9 @@ class Index:
     'pricing/rate-card.pdf'
     """
 
-    def __init__(self, root: str | Path, generation: str | None = None) -> None:
+    def __init__(self, root: str | Path, generation: str | None = None, *, embedder: Embedder | None = None) -> None:
+        """``embedder``: the one the index was built with, when it is not a model the manifest
+        names (a test double, an embedder of your own); by default the model is loaded on first search."""
         self.paths = IndexPaths(Path(root))
         self.generation: Generation = open_generation(self.paths, generation)
         self.manifest = self.generation.manifest
@@ -45,7 +54,12 @@ class Index:
         self._doc_rows: dict[str, int] | None = None
         self._chunk_cache: dict[int, Chunk] = {}
         self._texts: dict[str, str] = {}
+        self._maps: collections.OrderedDict[tuple[str, str], object] = collections.OrderedDict()
         self._embedder = None
+        if embedder is not None:
+            from index.search import check_embedder
+
+            self._embedder = check_embedder(embedder, self.manifest)
 
     # -- documents -----------------------------------------------------------
 
@@ -119,6 +133,39 @@ class Index:
     def html_runs(self, doc_id: str) -> list[HtmlRun]:
         return html_run_records(self.generation.rows_of("html_map", doc_id))
 
+    # Built once per document and kept, the least recently used dropped first: what the
+    # verifier, the drift sweep, the chunk inspector and the viewer all ask for.
+
+    def pdf_char_map(self, doc_id: str) -> PdfCharMap:
+        """Glyph boxes of a PDF by character offset: rectangles of any span."""
+        return self._kept("pdf_char_map", doc_id, lambda: PdfCharMap.from_table(
+            self.pdf_char_table(doc_id), self.doc_text(self._require(doc_id).doc_version)))
+
+    def html_source_map(self, doc_id: str) -> HtmlSourceMap:
+        """Decoded-source positions of an HTML document's text by character offset."""
+        return self._kept("html_source_map", doc_id, lambda: HtmlSourceMap.from_table(
+            self.generation.rows_of("html_map", doc_id)))
+
+    def pdf_page(self, doc_id: str, page: int) -> PdfPage | None:
+        """One page of a PDF (1-based): its size as displayed and its printed label."""
+        return self._kept("pdf_pages", doc_id, lambda: {p.page: p for p in self.pdf_pages(doc_id)}).get(page)
+
+    def page_labels(self, doc_id: str) -> dict[int, str]:
+        """Page number -> printed page label ("" where the PDF defines none)."""
+        return self._kept("page_labels", doc_id, lambda: {p.page: p.label for p in self.pdf_pages(doc_id)})
+
+    def _kept(self, kind: str, doc_id: str, build: Callable[[], object]):
+        key = (kind, doc_id)
+        value = self._maps.get(key)
+        if value is None:
+            value = build()
+            if len(self._maps) >= MAPS_KEPT:
+                self._maps.popitem(last=False)
+            self._maps[key] = value
+        else:
+            self._maps.move_to_end(key)
+        return value
+
     def decoded_source(self, doc_id: str) -> str:
         doc = self._require(doc_id)
         if doc.media_type is not MediaType.HTML:
@@ -143,8 +190,8 @@ class Index:
 
         return search(self, query, k)
 
-    def embedder(self):
-        """The model this index was built with (loaded once, on first search)."""
+    def embedder(self) -> Embedder:
+        """The model this index was built with: the one passed in, or loaded once on first search."""
         if self._embedder is None:
             from index.search import load_embedder
 
@@ -168,6 +215,6 @@ def follow_current(idx: Index) -> Index:
     return fresh
 
 
-def open_index(root: str | Path, generation: str | None = None) -> Index:
+def open_index(root: str | Path, generation: str | None = None, *, embedder: Embedder | None = None) -> Index:
     """Open the live generation of the index at ``root`` (or a named one)."""
-    return Index(root, generation)
+    return Index(root, generation, embedder=embedder)

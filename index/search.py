@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from ingest.chunker import embed_text
+from ingest.embed import Embedder
 from ingest.model import DEFAULT_MODEL_ID, resolve_model
 from schemas.errors import ModelError
 from schemas.records import Manifest, SearchHit
@@ -12,12 +13,14 @@ from schemas.records import Manifest, SearchHit
 DEFAULT_NPROBE = 16
 
 
-def load_embedder(manifest: Manifest):
-    """The embedder that made this index's vectors (never downloaded: local folders only)."""
-    from ingest.embed import HashingEmbedder, SentenceTransformerEmbedder
+def load_embedder(manifest: Manifest) -> Embedder:
+    """The model that made this index's vectors (never downloaded: local folders only).
 
-    if manifest.model_id.startswith("test:hashing-"):
-        return HashingEmbedder(dim=manifest.model_dim)
+    An index built with any other embedder is searched with that embedder passed in
+    (``index.open(DIR, embedder=...)``); see ``check_embedder``.
+    """
+    from ingest.embed import SentenceTransformerEmbedder
+
     if manifest.model_id == DEFAULT_MODEL_ID:
         info = resolve_model()
     elif manifest.model_path:
@@ -27,10 +30,23 @@ def load_embedder(manifest: Manifest):
                 f"the model at {manifest.model_path} is now {info.model_id}, the index was built with {manifest.model_id}"
             )
     else:
-        raise ModelError(f"cannot find the model {manifest.model_id} the index was built with")
+        raise ModelError(
+            f"cannot find the model {manifest.model_id} the index was built with"
+            " (an index built with another embedder is opened with that embedder passed in)"
+        )
     embedder = SentenceTransformerEmbedder(info)
     if embedder.dim != manifest.model_dim:
         raise ModelError(f"model dimension {embedder.dim}, index dimension {manifest.model_dim}")
+    return embedder
+
+
+def check_embedder(embedder: Embedder, manifest: Manifest) -> Embedder:
+    """``embedder``, if it is the one that made this index's vectors (same id and dimension)."""
+    if embedder.model_id != manifest.model_id or embedder.dim != manifest.model_dim:
+        raise ModelError(
+            f"the embedder is {embedder.model_id} ({embedder.dim}-d), "
+            f"the index was built with {manifest.model_id} ({manifest.model_dim}-d)"
+        )
     return embedder
 
 

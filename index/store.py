@@ -13,13 +13,12 @@ from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.parquet as pq
 
-from index.layout import FAISS_FILE, MANIFEST, TABLE_FILES, VECTORS_FILE, IndexPaths, read_current
 from schemas.errors import IndexFormatError
-from schemas.manifest import manifest_from_json
+from schemas.layout import FAISS_FILE, GENERATION_FILES, TABLE_FILES, VECTORS_FILE, IndexPaths, read_current
+from schemas.manifest import read_manifest
 from schemas.records import Manifest
-from schemas.tables import check_schema
+from schemas.tables import doc_slices, read_table, vector_count
 
 
 class Generation:
@@ -29,20 +28,15 @@ class Generation:
         self.paths = paths
         self.name = name
         self.dir = paths.generation(name)
-        manifest_path = self.dir / MANIFEST
-        try:
-            text = manifest_path.read_bytes().decode("utf-8")
-        except FileNotFoundError:
-            raise IndexFormatError(f"{self.dir}: generation has no manifest") from None
-        self.manifest: Manifest = manifest_from_json(text, str(manifest_path))
+        self.manifest: Manifest = read_manifest(self.dir)
         # Map every file now: a mapping stays readable after a later build retires this
         # generation and unlinks its files, so a reader never fails half-way.
         self._files = {}
-        for name in [*TABLE_FILES.values(), FAISS_FILE, VECTORS_FILE]:
+        for file_name in GENERATION_FILES:
             try:
-                self._files[name] = pa.memory_map(str(self.dir / name))
+                self._files[file_name] = pa.memory_map(str(self.dir / file_name))
             except FileNotFoundError:
-                raise IndexFormatError(f"{self.dir / name}: missing") from None
+                raise IndexFormatError(f"{self.dir / file_name}: missing") from None
         self._tables: dict[str, pa.Table] = {}
         self._slices: dict[str, dict[str, tuple[int, int]]] = {}
         self._lock = threading.Lock()
@@ -52,10 +46,8 @@ class Generation:
         """A whole table (cached), or some columns of it (not cached)."""
         if columns is None and name in self._tables:
             return self._tables[name]
-        path = self.dir / TABLE_FILES[name]
-        parquet = pq.ParquetFile(self._files[TABLE_FILES[name]])
-        check_schema(name, parquet.schema_arrow, str(path))
-        table = parquet.read(columns=columns)
+        file_name = TABLE_FILES[name]
+        table = read_table(self._files[file_name], name, str(self.dir / file_name), columns)
         if columns is None:
             with self._lock:
                 self._tables[name] = table
@@ -64,14 +56,7 @@ class Generation:
     def doc_slices(self, name: str) -> dict[str, tuple[int, int]]:
         """doc_id -> (first row, row count) of a table whose rows are grouped by document."""
         if name not in self._slices:
-            doc_ids = self.table(name).column("doc_id").to_pylist()
-            slices: dict[str, tuple[int, int]] = {}
-            first = 0
-            for i in range(1, len(doc_ids) + 1):
-                if i == len(doc_ids) or doc_ids[i] != doc_ids[first]:
-                    slices[doc_ids[first]] = (first, i - first)
-                    first = i
-            self._slices[name] = slices
+            self._slices[name] = doc_slices(self.table(name).column("doc_id").to_pylist())
         return self._slices[name]
 
     def rows_of(self, name: str, doc_id: str) -> pa.Table:
@@ -82,10 +67,7 @@ class Generation:
         """All vectors, row = vector_id (memory-mapped, read on touch)."""
         mapped = self._files[VECTORS_FILE]
         dim = self.manifest.model_dim
-        size = mapped.size()
-        if size % (4 * dim):
-            raise IndexFormatError(f"{self.dir / VECTORS_FILE}: size {size} is not a whole number of {dim}-d vectors")
-        if size == 0:
+        if vector_count(mapped.size(), dim, str(self.dir / VECTORS_FILE)) == 0:
             return np.zeros((0, dim), dtype=np.float32)
         return np.frombuffer(_whole(mapped), dtype=np.float32).reshape(-1, dim)
 

@@ -15,7 +15,6 @@ import dataclasses
 from collections.abc import Iterable
 
 from index.fragments import context, pdf_locator, text_fragment
-from index.locate import HtmlSourceMap, PdfCharMap
 from index.match import DEFAULT_MIN_QUOTE_CHARS, find_in_document, match_quote
 from index.reader import Index
 from schemas.citations import (
@@ -25,6 +24,7 @@ from schemas.citations import (
     Claim,
     ClaimRecord,
     ClaimVerdict,
+    Placement,
     Policy,
     Support,
     VerifySummary,
@@ -33,7 +33,7 @@ from schemas.records import Chunk, DocumentRecord, MediaType
 
 
 class Verifier:
-    """Checks supports against one index generation; caches per-document maps.
+    """Checks supports against one index generation (whose offset maps are built once per document).
 
     >>> v = Verifier(index.open("build/sample-index"))                           # doctest: +SKIP
     >>> v.cite(Support("pricing/rate-card.pdf#tok:0", "billed at $0.12")).status  # doctest: +SKIP
@@ -43,9 +43,6 @@ class Verifier:
     def __init__(self, index: Index, *, min_quote_chars: int = DEFAULT_MIN_QUOTE_CHARS) -> None:
         self.index = index
         self.min_quote_chars = min_quote_chars
-        self._pdf_maps: dict[str, PdfCharMap] = {}
-        self._html_maps: dict[str, HtmlSourceMap] = {}
-        self._page_labels: dict[str, dict[int, str]] = {}
         self._documents: dict[str, DocumentRecord] = {}
 
     def cite(self, support: Support) -> Citation:
@@ -67,21 +64,16 @@ class Verifier:
                 error=f"no chunk {support.chunk_id!r} in this index (generation {self.index.generation.name})",
             )
         found = match_quote(chunk.text, support.quote, self.min_quote_chars)
-        common = dict(
-            model_quote=support.quote,
-            status=found.status,
-            media_type=self._media_type(chunk.doc_id).value,
-            match_score=found.score,
-            retrieved_rank=support.retrieved_rank,
-            retrieved_score=support.retrieved_score,
+        checked = dataclasses.replace(
+            base, status=found.status, media_type=self._media_type(chunk.doc_id), match_score=found.score
         )
         if found.status.verified:
-            return Citation(**common, **self._place(chunk, found.char_start, found.char_end, found.occurrences))
+            return checked.placed(self.place(chunk, found.char_start, found.char_end, found.occurrences))
         found_elsewhere = None
         if found.status is CitationStatus.QUOTE_NOT_FOUND:
             found_elsewhere = find_in_document(self.index.doc_text(chunk.doc_version), support.quote)
-        return Citation(
-            **common,
+        return dataclasses.replace(
+            checked,
             chunk_id=chunk.chunk_id,
             doc_id=chunk.doc_id,
             doc_version=chunk.doc_version,
@@ -90,13 +82,15 @@ class Verifier:
 
     def locate(self, citation: Citation, chunk: Chunk, char_start: int, char_end: int, *, occurrences: int = 1) -> Citation:
         """``citation`` placed at ``chunk.text[char_start:char_end]``: offsets, page, rectangles, source."""
-        return dataclasses.replace(citation, **self._place(chunk, char_start, char_end, occurrences))
+        return citation.placed(self.place(chunk, char_start, char_end, occurrences))
 
-    def _place(self, chunk: Chunk, char_start: int, char_end: int, occurrences: int) -> dict:
+    def place(self, chunk: Chunk, char_start: int, char_end: int, occurrences: int = 1) -> Placement:
+        """Where ``chunk.text[char_start:char_end]`` lies: document offsets, context, and for a PDF
+        the page and line rectangles, for HTML the decoded-source range and a text fragment."""
         doc_text = self.index.doc_text(chunk.doc_version)
         doc_start, doc_end = chunk.start + char_start, chunk.start + char_end
         prefix, suffix = context(doc_text, doc_start, doc_end)
-        place = dict(
+        span = Placement(
             chunk_id=chunk.chunk_id,
             doc_id=chunk.doc_id,
             doc_version=chunk.doc_version,
@@ -111,16 +105,19 @@ class Verifier:
         )
         media_type = self._media_type(chunk.doc_id)
         if media_type is MediaType.PDF:
-            char_map = self._pdf_map(chunk.doc_id)
+            char_map = self.index.pdf_char_map(chunk.doc_id)
             rects = tuple(char_map.rects(doc_text, doc_start, doc_end))
             page = rects[0].page if rects else char_map.page_of(doc_start)
-            place.update(page=page, page_label=self._page_label(chunk.doc_id, page), rects=rects, locator=pdf_locator(page))
-        elif media_type is MediaType.HTML:
-            src_start, src_end = self._html_map(chunk.doc_id).source_range(doc_start, doc_end)
+            label = self.index.page_labels(chunk.doc_id).get(page, "") if page else ""
+            return dataclasses.replace(span, page=page, page_label=label, rects=rects, locator=pdf_locator(page))
+        if media_type is MediaType.HTML:
+            src_start, src_end = self.index.html_source_map(chunk.doc_id).source_range(doc_start, doc_end)
             locator = text_fragment(doc_text, doc_start, doc_end)
             page_url = self._document(chunk.doc_id).source_url  # the live page, when it names itself
-            place.update(src_start=src_start, src_end=src_end, locator=locator, url=page_url + locator if page_url else "")
-        return place
+            return dataclasses.replace(
+                span, src_start=src_start, src_end=src_end, locator=locator, url=page_url + locator if page_url else ""
+            )
+        return span
 
     def verify_claim(self, answer_id: str, claim: Claim) -> ClaimRecord:
         if claim.error:
@@ -138,24 +135,6 @@ class Verifier:
 
     def _media_type(self, doc_id: str) -> MediaType:
         return self._document(doc_id).media_type
-
-    def _pdf_map(self, doc_id: str) -> PdfCharMap:
-        if doc_id not in self._pdf_maps:
-            self._pdf_maps[doc_id] = PdfCharMap.from_table(self.index.pdf_char_table(doc_id), self._doc_text_of(doc_id))
-        return self._pdf_maps[doc_id]
-
-    def _doc_text_of(self, doc_id: str) -> str:
-        return self.index.doc_text(self.index.document(doc_id).doc_version)
-
-    def _html_map(self, doc_id: str) -> HtmlSourceMap:
-        if doc_id not in self._html_maps:
-            self._html_maps[doc_id] = HtmlSourceMap.from_table(self.index.generation.rows_of("html_map", doc_id))
-        return self._html_maps[doc_id]
-
-    def _page_label(self, doc_id: str, page: int | None) -> str:
-        if doc_id not in self._page_labels:
-            self._page_labels[doc_id] = {p.page: p.label for p in self.index.pdf_pages(doc_id)}
-        return self._page_labels[doc_id].get(page, "") if page else ""
 
 
 def verify_answer(

@@ -17,18 +17,19 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from index.layout import IndexPaths, fsync_dir, publish, read_current
-from index.retention import retire_generations
-from ingest.embed import Embedder
+from ingest.embed import Embedder, VectorQueue
+from ingest.faiss_index import build_faiss, check_factory
 from ingest.lock import BuildLock
 from ingest.model import ModelInfo, resolve_model
 from ingest.normalize import NORMALIZER_VERSION
 from ingest.parse import PARSER_VERSION, media_type_of
 from ingest.pool import process_in_workers
-from ingest.reuse import LiveGeneration, VectorQueue, carry_over
-from ingest.vectors import build_faiss, check_factory
+from ingest.publish import fsync_dir, publish
+from ingest.retention import retire_generations
+from ingest.reuse import LiveGeneration, carry_over
 from ingest.worker import DocResult, FileJob, WorkerSettings
 from ingest.write import GenerationWriter
+from schemas.layout import IndexPaths, read_current
 from schemas.records import ChunkerSettings, DocStatus, Manifest
 from schemas.tables import FORMAT_VERSION
 
@@ -149,7 +150,13 @@ def _write_generation(corpus, paths, settings, model, embedder, live, writer, re
     files, report.skipped = discover(corpus)
     report.n_files = len(files)
     live_files = live.files if live else {}
-    vectors = VectorQueue(writer, embedder, live, settings.embed_batch)
+    vectors = VectorQueue(
+        embedder,
+        writer.add_vectors,
+        settings.embed_batch,
+        known=live.embed_cache if live else None,
+        known_vectors=live.vectors if live else None,
+    )
     files_sha: dict[str, str] = {}
     for done, result in enumerate(_process_all(files, paths, settings, model, live_files), start=1):
         if result.unchanged:
@@ -184,7 +191,7 @@ def _write_generation(corpus, paths, settings, model, embedder, live, writer, re
     report.chunks_embedded, report.chunks_reused = vectors.embedded, vectors.reused
     report.embed_seconds = vectors.seconds
 
-    faiss_index, factory_used, faiss_warning = build_faiss(vectors.written(), settings.faiss_factory)
+    faiss_index, factory_used, faiss_warning = build_faiss(writer.vectors_written(), settings.faiss_factory)
     manifest = Manifest(
         format_version=FORMAT_VERSION,
         generation=report.generation,

@@ -3,19 +3,21 @@
 Vectors are L2-normalised so that FAISS inner product is cosine similarity.
 The sentence-transformers model is loaded from a local folder only, with the
 hub switched off; torch is imported here and nowhere on the verify path.
+A build feeds the embedder through a ``VectorQueue``: batches, each distinct
+text embedded once, and the live generation's vectors reused.
 """
 
 from __future__ import annotations
 
-import hashlib
-import re
-from collections.abc import Sequence
+import time
+from collections.abc import Callable, Sequence
 from typing import Protocol
 
 import numpy as np
+import pyarrow as pa
 
 from ingest.model import ModelInfo, offline, resolve_model
-from schemas.errors import ModelError
+from schemas.errors import IndexFormatError, ModelError
 
 
 class Embedder(Protocol):
@@ -74,23 +76,71 @@ class SentenceTransformerEmbedder:
         return np.ascontiguousarray(vectors, dtype=np.float32)
 
 
-class HashingEmbedder:
-    """A tiny deterministic bag-of-words embedder for tests that are about something else.
+class VectorQueue:
+    """Gives chunks their vector ids and writes their vectors in id order.
 
-    >>> HashingEmbedder(dim=8).embed(["a b", "a b"]).tolist()[0] == HashingEmbedder(dim=8).embed(["a b"]).tolist()[0]
-    True
+    A chunk whose normalised text is ``known`` (embed_sha256 -> row of
+    ``known_vectors``: the live generation's) reuses that vector, one whose text
+    is already queued shares its vector, and the rest are embedded in batches of
+    ``batch``. ``write`` receives the vectors in vector_id order.
     """
 
-    def __init__(self, dim: int = 64) -> None:
-        self.dim = dim
-        self.model_id = f"test:hashing-{dim}"
+    def __init__(
+        self,
+        embedder: Embedder,
+        write: Callable[[np.ndarray], None],
+        batch: int,
+        known: dict[str, int] | None = None,
+        known_vectors: np.ndarray | None = None,
+    ) -> None:
+        self.embedder = embedder
+        self.write = write
+        self.batch = batch
+        self.known = known or {}
+        self.known_vectors = known_vectors
+        self.next_id = 0
+        self.embedded = 0
+        self.reused = 0
+        self.seconds = 0.0
+        self._slots: list[tuple[bool, int]] = []  # (known, known vector id | pending text index)
+        self._texts: list[str] = []
+        self._pending_keys: dict[str, int] = {}
 
-    def embed(self, texts: Sequence[str]) -> np.ndarray:
-        out = np.zeros((len(texts), self.dim), dtype=np.float32)
-        for row, text in enumerate(texts):
-            for word in re.findall(r"\w+", text.lower()):
-                h = int.from_bytes(hashlib.blake2b(word.encode(), digest_size=8).digest(), "little")
-                out[row, h % self.dim] += 1.0 if (h >> 32) & 1 else -1.0
-        norms = np.linalg.norm(out, axis=1, keepdims=True)
-        norms[norms == 0] = 1.0
-        return out / norms
+    def assign(self, chunks: pa.Table, embed_texts: list[str] | None) -> pa.Table:
+        """``chunks`` with vector ids from this generation's sequence, their vectors queued."""
+        keys = chunks.column("embed_sha256").to_pylist()
+        for i, key in enumerate(keys):
+            if key in self.known:
+                self._slots.append((True, self.known[key]))
+                self.reused += 1
+            elif key in self._pending_keys:
+                self._slots.append((False, self._pending_keys[key]))
+                self.reused += 1
+            else:
+                if embed_texts is None:
+                    raise IndexFormatError(f"chunk {chunks.column('chunk_id')[i]} has no stored vector")
+                self._pending_keys[key] = len(self._texts)
+                self._slots.append((False, len(self._texts)))
+                self._texts.append(embed_texts[i])
+                self.embedded += 1
+        ids = pa.array(np.arange(self.next_id, self.next_id + len(keys), dtype=np.int64))
+        self.next_id += len(keys)
+        if len(self._texts) >= self.batch or len(self._slots) >= 16 * self.batch:
+            self.flush()
+        return chunks.set_column(chunks.schema.get_field_index("vector_id"), "vector_id", ids)
+
+    def flush(self) -> None:
+        if not self._slots:
+            return
+        started = time.perf_counter()
+        fresh = self.embedder.embed(self._texts) if self._texts else None
+        self.seconds += time.perf_counter() - started
+        out = np.empty((len(self._slots), self.embedder.dim), dtype=np.float32)
+        from_known = np.fromiter((known for known, _ in self._slots), dtype=bool, count=len(self._slots))
+        where = np.fromiter((i for _, i in self._slots), dtype=np.int64, count=len(self._slots))
+        if from_known.any():
+            out[from_known] = self.known_vectors[where[from_known]]
+        if (~from_known).any():
+            out[~from_known] = fresh[where[~from_known]]
+        self.write(out)
+        self._slots, self._texts, self._pending_keys = [], [], {}

@@ -190,7 +190,7 @@ def _between_no_space_script(original: str, a: int, b: int) -> bool:
 
 def _collapse_spaces(text: str, starts: np.ndarray, ends: np.ndarray) -> NormalizedText:
     """Merge adjacent spaces (pieces can meet space to space) and strip both ends."""
-    chars = np.frombuffer(text.encode("utf-32-le"), dtype=np.uint32)
+    chars = np.frombuffer(text.encode("utf-32-le", "surrogatepass"), dtype=np.uint32)
     is_space = chars == 0x20
     # A space right after a space is dropped; its source range goes to the kept one.
     repeat = is_space & np.concatenate(([False], is_space[:-1]))
@@ -207,7 +207,7 @@ def _collapse_spaces(text: str, starts: np.ndarray, ends: np.ndarray) -> Normali
         keep[kept_idx[-1]] = False
     if not keep.all():
         chars, starts, ends = chars[keep], starts[keep], ends[keep]
-        text = chars.tobytes().decode("utf-32-le")
+        text = chars.tobytes().decode("utf-32-le", "surrogatepass")
     return NormalizedText(text, starts, ends)
 
 

@@ -22,10 +22,11 @@ from pathlib import Path
 
 import pyarrow as pa
 
-from index.layout import IndexPaths, write_once
 from ingest.chunker import chunk_spans, make_chunks
 from ingest.model import ModelInfo, load_tokenizer
 from ingest.parse import parse_document
+from ingest.publish import write_once
+from schemas.layout import IndexPaths
 from schemas.records import ChunkerSettings, DocStatus, DocumentRecord, MediaType, ParsedDocument
 from schemas.tables import chunks_table, html_map_table, pdf_chars_table, pdf_pages_table
 

@@ -17,7 +17,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from index.layout import FAISS_FILE, MANIFEST, TABLE_FILES, VECTORS_FILE, fsync_dir, fsync_file
+from ingest.publish import fsync_dir, fsync_file
+from schemas.layout import FAISS_FILE, GENERATION_FILES, MANIFEST, TABLE_FILES, VECTORS_FILE
 from schemas.manifest import manifest_to_json
 from schemas.records import DocumentRecord, Manifest
 from schemas.tables import SCHEMAS, documents_table, with_metadata
@@ -106,7 +107,7 @@ class GenerationWriter:
         faiss.write_index(faiss_index, str(self.gen_dir / FAISS_FILE))
         checksums = {
             name: file_sha256(self.gen_dir / name)
-            for name in [*TABLE_FILES.values(), FAISS_FILE, VECTORS_FILE]
+            for name in GENERATION_FILES
         }
         manifest = dataclasses.replace(manifest, table_sha256=checksums)
         (self.gen_dir / MANIFEST).write_text(manifest_to_json(manifest), encoding="utf-8")

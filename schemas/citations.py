@@ -7,10 +7,11 @@ Offsets in a citation are Unicode code points into the document text
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
 from enum import StrEnum
 
-from schemas.records import Rect
+from schemas.records import MediaType, Rect
 
 OFFSET_UNIT = "codepoint"
 
@@ -46,6 +47,11 @@ class DriftStatus(StrEnum):
     AMBIGUOUS = "ambiguous"  # occurs more than once and its prefix/suffix do not decide where
     CORRUPT_RECORD = "corrupt_record"  # len(quote) != char_end - char_start: the record itself is broken
 
+    @property
+    def holds(self) -> bool:
+        """The citation still stands: as stored, or repaired where the quote moved."""
+        return self in (DriftStatus.OK, DriftStatus.MOVED)
+
 
 class Policy(StrEnum):
     MARK = "mark"  # keep failed claims, flagged
@@ -78,6 +84,30 @@ class Answer:
 
 
 @dataclass(frozen=True, slots=True)
+class Placement:
+    """Where a verified quote lies: its span in the chunk and the document, and how to show it."""
+
+    chunk_id: str
+    doc_id: str
+    doc_version: str
+    char_start: int  # chunk-relative
+    char_end: int
+    doc_start: int  # document-absolute
+    doc_end: int
+    quote: str  # document text at [doc_start, doc_end)
+    occurrences: int  # times the quote occurs in the chunk
+    prefix: str  # up to 32 characters of document text before the quote
+    suffix: str
+    page: int | None = None  # PDF
+    page_label: str = ""
+    rects: tuple[Rect, ...] = ()
+    src_start: int | None = None  # HTML: decoded-source range
+    src_end: int | None = None
+    locator: str = ""
+    url: str = ""
+
+
+@dataclass(frozen=True, slots=True)
 class Citation:
     """One support of one claim, checked and located."""
 
@@ -86,7 +116,7 @@ class Citation:
     status: CitationStatus
     doc_id: str = ""
     doc_version: str = ""
-    media_type: str = ""
+    media_type: MediaType | None = None  # of the cited document; None when it is unknown
     char_start: int = 0  # chunk-relative
     char_end: int = 0
     doc_start: int = 0  # document-absolute
@@ -108,8 +138,15 @@ class Citation:
     found_elsewhere: int | None = None  # quote not in the chunk but verbatim at this doc offset
     offset_unit: str = OFFSET_UNIT
     error: str = ""
-    drift: str = ""  # a DriftStatus value, once a sweep has checked this citation
+    drift: DriftStatus | None = None  # once a sweep has checked this citation
     drift_detail: str = ""  # what the sweep found (the new text of a changed quote, why it is gone)
+
+    def placed(self, placement: Placement) -> Citation:
+        """This citation at ``placement``: every field the placement has, replaced."""
+        return dataclasses.replace(self, **{f.name: getattr(placement, f.name) for f in _PLACEMENT_FIELDS})
+
+
+_PLACEMENT_FIELDS = dataclasses.fields(Placement)
 
 
 @dataclass(frozen=True, slots=True)

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import dataclasses
 import json
+from pathlib import Path
 
 from schemas.errors import IndexFormatError
+from schemas.layout import MANIFEST
 from schemas.records import ChunkerSettings, Manifest
 from schemas.tables import FORMAT_VERSION
 
@@ -29,3 +31,13 @@ def manifest_from_json(text: str, where: str = "manifest.json") -> Manifest:
         return Manifest(**fields)
     except (ValueError, KeyError, TypeError) as exc:
         raise IndexFormatError(f"{where}: unreadable manifest: {exc}") from exc
+
+
+def read_manifest(generation_dir: Path) -> Manifest:
+    """The manifest of the generation in ``generation_dir``, refused when absent or of an unknown format."""
+    path = generation_dir / MANIFEST
+    try:
+        text = path.read_bytes().decode("utf-8")
+    except FileNotFoundError:
+        raise IndexFormatError(f"{generation_dir}: generation has no manifest") from None
+    return manifest_from_json(text, str(path))

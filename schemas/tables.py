@@ -12,6 +12,7 @@ from dataclasses import fields
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.parquet as pq
 
 from schemas.errors import IndexFormatError
 from schemas.records import (
@@ -151,6 +152,35 @@ def check_schema(table_name: str, schema: pa.Schema, where: str = "") -> None:
     missing = [f.name for f in SCHEMAS[table_name] if f.name not in schema.names]
     if missing:
         raise IndexFormatError(f"{where or table_name}: missing columns {missing}")
+
+
+def read_table(source, table_name: str, where: str, columns: list[str] | None = None) -> pa.Table:
+    """A table file (a path or an open file), refused unless it is ``table_name`` in a format we read."""
+    parquet = pq.ParquetFile(source)
+    check_schema(table_name, parquet.schema_arrow, where)
+    return parquet.read(columns=columns)
+
+
+def doc_slices(doc_ids: Sequence[str]) -> dict[str, tuple[int, int]]:
+    """doc_id -> (first row, row count) of a table whose rows are grouped by document.
+
+    >>> doc_slices(["a", "a", "b"])
+    {'a': (0, 2), 'b': (2, 1)}
+    """
+    slices: dict[str, tuple[int, int]] = {}
+    first = 0
+    for i in range(1, len(doc_ids) + 1):
+        if i == len(doc_ids) or doc_ids[i] != doc_ids[first]:
+            slices[doc_ids[first]] = (first, i - first)
+            first = i
+    return slices
+
+
+def vector_count(n_bytes: int, dim: int, where: str) -> int:
+    """Rows of a raw vectors file (float32, ``dim`` per row) of ``n_bytes``; refused when not whole."""
+    if n_bytes % (4 * dim):
+        raise IndexFormatError(f"{where}: size {n_bytes} is not a whole number of {dim}-d vectors")
+    return n_bytes // (4 * dim)
 
 
 def _column(values: list, arrow_type: pa.DataType) -> pa.Array:

@@ -1,13 +1,23 @@
-"""Shared fixtures: the corpora, a tokenizer, and built indexes (real model and test model)."""
+"""What the tests share: the corpora and quotes from them, the CLI as a user runs it, a tokenizer,
+and built indexes (real model and test model).
+
+Markers: ``slow`` loads the real model or builds with it, ``spawns`` starts other processes
+(a build's worker pool, the CLI in a subprocess), ``browser`` drives Chromium. `make test-fast`
+runs the rest: no real model, no process but pytest's own, no browser.
+"""
 
 from __future__ import annotations
 
 import collections
 import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 from hypothesis import HealthCheck, settings
+
+from doubles import HashingEmbedder
 
 os.environ["HF_HUB_OFFLINE"] = "1"
 os.environ["TRANSFORMERS_OFFLINE"] = "1"
@@ -17,6 +27,10 @@ ROOT = Path(__file__).resolve().parent.parent
 SAMPLE_CORPUS = ROOT / "sample_corpus"
 SHARED_CORPUS = ROOT.parent / "shared" / "corpus"
 ARTIFACTS = ROOT / "test-artifacts"
+
+# Sentences of sample_corpus/ that tests cite (verbatim in the documents' text).
+PDF_QUOTE = "Growth plan overage is billed at $0.12 per 1,000 API calls."  # pricing/rate-card.pdf
+HTML_QUOTE = "Larger events are sent as a link that stays valid for 24 hours."  # web/faq.html
 
 # Property tests. CI must not fail at random: its profile is derandomized (the same
 # examples on every run) and keeps no database; `make test` on a developer's machine
@@ -41,6 +55,16 @@ def examples(n: int) -> int:
 STATUS_COUNTS: collections.Counter = collections.Counter()
 
 
+# Doctests that load the real embedding model: slow, like the tests that do.
+REAL_MODEL_DOCTESTS = {"ingest.embed.SentenceTransformerEmbedder"}
+
+
+def pytest_collection_modifyitems(items):
+    for item in items:
+        if isinstance(item, pytest.DoctestItem) and item.name in REAL_MODEL_DOCTESTS:
+            item.add_marker(pytest.mark.slow)
+
+
 def pytest_terminal_summary(terminalreporter):
     if STATUS_COUNTS:
         total = sum(STATUS_COUNTS.values())
@@ -48,19 +72,29 @@ def pytest_terminal_summary(terminalreporter):
         terminalreporter.write_line(f"citation statuses on real-document quotes: {rates}")
 
 
-def shared_corpus_files(kind: str) -> list[Path]:
-    """Real-world files nobody here wrote; an empty list when the folder is absent."""
-    folder = SHARED_CORPUS / kind
-    return sorted(folder.iterdir()) if folder.is_dir() else []
-
-
-def sample_files(*suffixes: str) -> list[Path]:
-    return sorted(p for p in SAMPLE_CORPUS.rglob("*") if p.is_file() and p.suffix.lower() in suffixes and "bad" not in p.parts)
-
-
 def needs_shared_corpus() -> None:
     if not SHARED_CORPUS.is_dir():
         pytest.skip("../shared/corpus is absent")
+
+
+# The CLI with the test embedder injected: for commands that search an index built with it.
+_CLI_WITH_TEST_EMBEDDER = (
+    f"import sys; sys.path.insert(0, {str(ROOT / 'tests')!r}); from doubles import HashingEmbedder; "
+    "from index.cli import main; sys.exit(main(sys.argv[1:], embedder=HashingEmbedder()))"
+)
+
+
+def spanindex_command(*args, test_embedder: bool = False) -> list[str]:
+    """The command line of `spanindex ARGS` in a fresh Python process (``python -m index``)."""
+    if test_embedder:
+        return [sys.executable, "-c", _CLI_WITH_TEST_EMBEDDER, *map(str, args)]
+    return [sys.executable, "-m", "index", *map(str, args)]
+
+
+def spanindex(*args, test_embedder: bool = False, cwd: Path = ROOT, timeout: float = 600) -> subprocess.CompletedProcess:
+    """Run `spanindex ARGS` as a user does, in its own process; its exit code and output."""
+    return subprocess.run(spanindex_command(*args, test_embedder=test_embedder), capture_output=True, text=True,
+                          cwd=cwd, timeout=timeout)
 
 
 def chunk_with(idx, doc_id: str, quote: str) -> str:
@@ -99,10 +133,10 @@ def sample_index(tmp_path_factory, real_embedder) -> Path:
 def sample_index_test_model(tmp_path_factory) -> Path:
     """sample_corpus/ built with the tiny test embedder: for tests about maps, not retrieval."""
     from ingest.build import BuildSettings, build_index
-    from ingest.embed import HashingEmbedder
 
     index_dir = tmp_path_factory.mktemp("sample-index-test-model")
-    build_index(SAMPLE_CORPUS, index_dir, BuildSettings(workers=2), embedder=HashingEmbedder())
+    # In this process: a worker pool costs more than it saves on a small corpus (its own tests spawn one).
+    build_index(SAMPLE_CORPUS, index_dir, BuildSettings(workers=1), embedder=HashingEmbedder())
     return index_dir
 
 
@@ -111,19 +145,18 @@ def shared_index(tmp_path_factory) -> Path:
     """../shared/corpus built once with the test embedder (the maps are what is tested)."""
     needs_shared_corpus()
     from ingest.build import BuildSettings, build_index
-    from ingest.embed import HashingEmbedder
 
     index_dir = tmp_path_factory.mktemp("shared-index")
     build_index(SHARED_CORPUS, index_dir, BuildSettings(workers=2), embedder=HashingEmbedder())
     return index_dir
 
 
-@pytest.fixture(scope="session", params=["sample", "shared"])
+@pytest.fixture(scope="session", params=["sample", pytest.param("shared", marks=pytest.mark.spawns)])
 def built(request, sample_index_test_model):
     """(index, corpus root) for sample_corpus/ and ../shared/corpus/ (skipped when absent)."""
     import index
 
     if request.param == "sample":
-        return index.open(sample_index_test_model), SAMPLE_CORPUS
+        return index.open(sample_index_test_model, embedder=HashingEmbedder()), SAMPLE_CORPUS
     needs_shared_corpus()
-    return index.open(request.getfixturevalue("shared_index")), SHARED_CORPUS
+    return index.open(request.getfixturevalue("shared_index"), embedder=HashingEmbedder()), SHARED_CORPUS

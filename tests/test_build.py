@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import os
 import shutil
-import subprocess
-import sys
 import threading
 import time
 from pathlib import Path
@@ -16,16 +14,16 @@ import pytest
 
 import index
 from ingest.build import BuildSettings, build_index, discover
-from ingest.embed import HashingEmbedder
 from ingest.lock import BuildLock
 from ingest.model import resolve_model
 from ingest.pool import process_in_workers
 from ingest.worker import FileJob, WorkerSettings, process_file
-from schemas.errors import IndexLockedError, SpanindexError
+from schemas.errors import IndexLockedError, ModelError, SpanindexError
 from schemas.records import ChunkerSettings, DocStatus, MediaType
 from schemas.tables import FORMAT_VERSION
 
-from conftest import ROOT, SAMPLE_CORPUS
+from conftest import SAMPLE_CORPUS, spanindex
+from doubles import HashingEmbedder
 
 
 def crash_on_marked_files(job: FileJob):
@@ -60,6 +58,7 @@ def test_discover_sorts_skips_hidden_and_counts_unknown_types(tmp_path):
     assert skipped == ["notes.xyz"]
 
 
+@pytest.mark.spawns
 def test_a_worker_that_dies_becomes_an_error_row_and_the_batch_carries_on(tmp_path):
     corpus = tmp_path / "c"
     corpus.mkdir()
@@ -78,6 +77,7 @@ def test_a_worker_that_dies_becomes_an_error_row_and_the_batch_carries_on(tmp_pa
     assert all(0 < r.peak_rss_kb < 4 * 1024 * 1024 for r in results if r.doc_id != "b-crash.md")
 
 
+@pytest.mark.spawns
 def test_a_file_that_parses_forever_times_out_into_an_error_row_and_the_batch_carries_on(tmp_path):
     corpus = tmp_path / "c"
     corpus.mkdir()
@@ -102,6 +102,16 @@ def test_a_file_that_parses_forever_times_out_into_an_error_row_and_the_batch_ca
     assert {statuses[n] for n in names if "hang" not in n} == {DocStatus.OK}
 
 
+def test_an_index_built_with_another_embedder_is_searched_only_with_that_embedder_passed_in(tmp_path):
+    build_index(_small_corpus(tmp_path / "c"), tmp_path / "idx", BuildSettings(workers=1), embedder=HashingEmbedder())
+    with pytest.raises(ModelError, match="test:hashing-64"):
+        index.open(tmp_path / "idx").search("invoices", k=1)  # the library knows no test double by name
+    with pytest.raises(ModelError, match="the index was built with test:hashing-64"):
+        index.open(tmp_path / "idx", embedder=HashingEmbedder(dim=32))
+    [hit] = index.open(tmp_path / "idx", embedder=HashingEmbedder()).search("invoices due dates", k=1)
+    assert hit.doc_id == "a.md"
+
+
 def test_rebuilding_an_unchanged_corpus_parses_nothing_and_gives_identical_rows(tmp_path):
     corpus = _small_corpus(tmp_path / "c")
     idx_dir = tmp_path / "idx"
@@ -123,7 +133,7 @@ def test_faiss_factories_train_fall_back_or_are_refused_up_front(tmp_path):
     corpus = _small_corpus(tmp_path / "c")
     (corpus / "long.md").write_text("\n\n".join(f"Paragraph {i} about topic {i % 7}." * 30 for i in range(40)))
     ivf = build_index(corpus, tmp_path / "ivf", BuildSettings(workers=1, faiss_factory="IVF4,Flat"), embedder=HashingEmbedder())
-    idx = index.open(tmp_path / "ivf")
+    idx = index.open(tmp_path / "ivf", embedder=HashingEmbedder())
     assert idx.manifest.faiss_factory == "IVF4,Flat" and idx.generation.faiss().ntotal == ivf.chunks
     assert idx.search("topic 3", k=3)
     small = build_index(corpus, tmp_path / "pq", BuildSettings(workers=1, faiss_factory="IVF1024,PQ16"), embedder=HashingEmbedder())
@@ -160,26 +170,22 @@ def test_chunk_rows_are_in_vector_id_order(sample_index_test_model):
     assert idx.generation.faiss().ntotal == len(ids) == idx.manifest.n_chunks
 
 
-def _spanindex(*args, cwd=ROOT):
-    return subprocess.run([sys.executable, "-m", "index", *args], capture_output=True, text=True, cwd=cwd, timeout=600)
-
-
 @pytest.mark.slow
 def test_build_cli_lists_every_failure_exits_zero_and_strict_exits_one(tmp_path):
     corpus = _small_corpus(tmp_path / "c")
-    run = _spanindex("build", str(corpus), "--index", str(tmp_path / "idx"), "--quiet")
+    run = spanindex("build", str(corpus), "--index", str(tmp_path / "idx"), "--quiet")
     assert run.returncode == 0, run.stderr
     assert "empty.txt" in run.stdout and "locked.pdf" in run.stdout and "password" in run.stdout
     assert "skipped 1 file(s) of unknown type: notes.xyz" in run.stdout
-    strict = _spanindex("build", str(corpus), "--index", str(tmp_path / "idx"), "--quiet", "--strict")
+    strict = spanindex("build", str(corpus), "--index", str(tmp_path / "idx"), "--quiet", "--strict")
     assert strict.returncode == 1
     assert "4 unchanged" in strict.stdout
 
-    stats = _spanindex("stats", str(tmp_path / "idx"))
+    stats = spanindex("stats", str(tmp_path / "idx"))
     assert "documents: 4" in stats.stdout and "error: 1" in stats.stdout and "empty: 1" in stats.stdout
-    show = _spanindex("show", str(tmp_path / "idx"), "a.md#tok:0")
+    show = spanindex("show", str(tmp_path / "idx"), "a.md#tok:0")
     assert show.returncode == 0 and "Alpha sentence about invoices" in show.stdout
-    missing = _spanindex("show", str(tmp_path / "idx"), "a.md#tok:999")
+    missing = spanindex("show", str(tmp_path / "idx"), "a.md#tok:999")
     assert missing.returncode == 3 and "no chunk" in missing.stderr
-    search = _spanindex("search", str(tmp_path / "idx"), "when are invoices due", "-k", "1", "--json")
+    search = spanindex("search", str(tmp_path / "idx"), "when are invoices due", "-k", "1", "--json")
     assert '"doc_id": "a.md"' in search.stdout

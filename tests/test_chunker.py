@@ -17,7 +17,7 @@ from conftest import examples
 SMALL = ChunkerSettings(max_tokens=32, overlap=4)
 
 _PIECES = ["3\f1", "\x0b", "x\x00y", "word", "Wort", "\u00e9t\u00e9", "\ufb01ne", "infra-\nstructure", "$0.12", "1,000", "\u65e5\u672c\u8a9e", "\u0645\u0631\u062d\u0628\u0627",
-           "\u05e9\u05dc\u05d5\u05dd", "e\u0301", "\u200b", "\r\n", "\n\n", ". ", "! ", " ", "\t", "\u00bd", "\U0001f600", "a" * 40, "\u3002"]
+           "\u05e9\u05dc\u05d5\u05dd", "e\u0301", "\u200b", "\u200f", "\u202e", "\u2066x\u2069", "\x85", "\u2028", "\r\n", "\n\n", ". ", "! ", " ", "\t", "\u00bd", "\U0001f600", "a" * 40, "\u3002"]
 documents = st.lists(st.one_of(st.sampled_from(_PIECES), st.text(max_size=6)), max_size=120).map("".join)
 
 

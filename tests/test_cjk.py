@@ -72,7 +72,7 @@ def wrapped_html(text: str, width: int = 23) -> bytes:
 @pytest.fixture(scope="module")
 def generated(tmp_path_factory):
     from ingest.build import BuildSettings, build_index
-    from ingest.embed import HashingEmbedder
+    from doubles import HashingEmbedder
 
     corpus = tmp_path_factory.mktemp("cjk-corpus")
     (corpus / "vertical-tiers.pdf").write_bytes(vertical_pdf(SOSEKI))

@@ -17,18 +17,17 @@ from pathlib import Path
 
 import pytest
 from bs4 import BeautifulSoup, Comment, Declaration, Doctype, ProcessingInstruction
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from ingest.html import parse_html, parse_html_text
-from schemas.errors import CorruptDocumentError
+from schemas.errors import CorruptDocumentError, DocumentError
 from schemas.records import ParsedDocument, RunKind
 
-from conftest import examples
+from conftest import SAMPLE_CORPUS, SHARED_CORPUS, examples
 
-ROOT = Path(__file__).resolve().parent.parent
-SHARED_HTML = ROOT.parent / "shared" / "corpus" / "html"
-SAMPLE_HTML = sorted(p for p in (ROOT / "sample_corpus" / "web").glob("*.html"))
+SHARED_HTML = SHARED_CORPUS / "html"
+SAMPLE_HTML = sorted(p for p in (SAMPLE_CORPUS / "web").glob("*.html"))
 SHARED_PAGES = sorted(SHARED_HTML.glob("*.html")) if SHARED_HTML.is_dir() else []
 _SEPARATOR = re.compile(r"\n{1,2}\t?|\t| ")
 
@@ -504,3 +503,40 @@ def test_run_invariants_hold_for_random_html_bytes(markup):
     assert_valid_html_map(doc)
     if not markup.startswith("\ufeff"):
         assert doc.decoded_source == markup
+
+
+# -- hostile input: bytes in any encoding, broken ones, lone surrogates -------------------------
+
+_ENCODED = st.tuples(
+    st.lists(_fragment, max_size=20).map("".join),
+    st.sampled_from(["utf-8", "utf-8-sig", "utf-16", "utf-16-le", "utf-16-be", "utf-32", "cp1252",
+                     "iso8859-2", "shift_jis", "gb18030"]),
+    st.lists(st.tuples(st.integers(0, 10_000), st.binary(min_size=1, max_size=3)), max_size=3),
+)
+
+
+@settings(max_examples=examples(150), deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(_ENCODED)
+@example(("<p>caf\u00e9</p>", "utf-16-le", [(3, b"\xd8")]))
+def test_any_bytes_give_a_valid_map_over_what_the_recorded_encoding_decodes_or_a_document_error(encoded):
+    markup, codec, damage = encoded
+    raw = bytearray(markup.encode(codec, "replace"))
+    for at, junk in damage:  # corrupt a few places, as transfers and editors do
+        raw[at % (len(raw) + 1) : at % (len(raw) + 1)] = junk
+    try:
+        doc = parse_html(bytes(raw), "hostile.html")
+    except DocumentError as error:
+        assert error.doc_id == "hostile.html" and error.message
+        return
+    assert_valid_html_map(doc)
+    decoded = bytes(raw).decode(doc.encoding, "replace")
+    if doc.encoding == "cp1252":  # WHATWG's windows-1252 fills Python's five holes with C1 controls
+        decoded = "".join(c if c != "\ufffd" else doc.decoded_source[i] for i, c in enumerate(decoded))
+    assert decoded == doc.decoded_source
+
+
+@settings(max_examples=examples(150), deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(st.one_of(_fragment, st.sampled_from(["\ud800", "\udfff", "\udc80x", "\U0010ffff", "\u202e", "\u2066"])),
+                max_size=30).map("".join))
+def test_run_invariants_hold_with_lone_surrogates_and_bidi_controls(markup):
+    assert_valid_html_map(parse_html_text(markup, "surrogates.html"))

@@ -13,6 +13,7 @@ import random
 import unicodedata
 
 import pymupdf
+import pytest
 
 import index
 from ingest.chunker import embed_text
@@ -152,6 +153,7 @@ def test_bad_input_is_recorded_and_the_batch_carries_on(sample_index_test_model)
     assert sum(d.status is DocStatus.OK for d in docs.values()) >= 10
 
 
+@pytest.mark.spawns
 def test_shared_corpus_documents_are_indexed_or_say_why(shared_index):
     idx = index.open(shared_index)
     files = sorted(p.relative_to(SHARED_CORPUS).as_posix() for p in SHARED_CORPUS.rglob("*") if p.suffix in (".pdf", ".html"))

@@ -67,6 +67,31 @@ def test_a_verified_match_always_lies_inside_the_chunk(text, quote):
         assert 0 <= m.char_start < m.char_end <= len(text)
 
 
+_HOSTILE = st.text(
+    alphabet=st.one_of(
+        st.characters(),
+        st.sampled_from(["\x00", "\x0c", "\x85", "\u200b", "\u200f", "\u202e", "\u0301", "\ufb01", "\u3000",
+                         "\u65e5", "\uff12", "2", "$", " ", "\n", "-", "\ud800", "\udfff"]),
+    ),
+    min_size=0,
+    max_size=80,
+)
+
+
+@settings(max_examples=examples(300), deadline=None)
+@given(_HOSTILE, _HOSTILE, st.data())
+def test_hostile_quotes_get_a_status_and_verified_ones_read_back_from_the_chunk(text, quote, data):
+    if data.draw(st.booleans()) and len(text) > 2:  # half the time, a quote that is really there
+        a = data.draw(st.integers(0, len(text) - 1))
+        quote = text[a : data.draw(st.integers(a + 1, len(text)))] + quote[:3]
+    m = match_quote(text, quote)
+    assert isinstance(m.status, CitationStatus)
+    if m.status.verified:
+        assert 0 <= m.char_start < m.char_end <= len(text)
+        if m.status is CitationStatus.EXACT:
+            assert text[m.char_start : m.char_end] == quote
+
+
 # Japanese, as it is typeset: a sentence wraps at a line break that is not a space.
 JAPANESE = (
     "第二十五条の二　前条第一項の規定により届出をした者は、\n"

@@ -17,6 +17,7 @@ _SPECIAL = list(
     "\u0301\u0308\u0327\r\n\t \u00a0\u200b\u200d\ufeff\u00ad\ufb01\ufb02\u2019\u201c\u201d"
     "\x00\x07\x7f\x0c\u2014-\u05d0\u05d1\u0627\u0644\u202e\u00bd\u2460\uff21\u3000\u1100\u1161\u11a8\U0001f600"
     "\u65e5\u672c\u3002\u3001\uff08\uff09\uff12\uff71\u30a2\u3042\ud55c\U0001f21a\U00020000"
+    "\ud800\udfff\u200f\u2066\u2069\u0000"  # lone surrogates (a model's broken output), bidi controls
 )
 texts = st.lists(
     st.one_of(st.sampled_from(_SPECIAL), st.characters(codec="utf-8"), st.sampled_from(["a", "b", "-\n", " "])),

@@ -27,11 +27,9 @@ from ingest.pdf import PAGE_SEPARATOR, TEXT_FLAGS, parse_pdf
 from schemas.errors import CorruptDocumentError, DocumentError, EncryptedDocumentError
 from schemas.records import MediaType, ParsedDocument
 
-from conftest import examples
+from conftest import ROOT, SAMPLE_CORPUS, SHARED_CORPUS, examples
 
-PROJECT_ROOT = Path(__file__).resolve().parents[1]
-CORPUS_PDF = PROJECT_ROOT.parent / "shared" / "corpus" / "pdf"
-SAMPLE_CORPUS = PROJECT_ROOT / "sample_corpus"
+CORPUS_PDF = SHARED_CORPUS / "pdf"
 DEJAVU_SANS = Path("/usr/share/fonts/truetype/dejavu/DejaVuSans.ttf")
 
 BOX_TOLERANCE = 0.01  # points
@@ -79,7 +77,7 @@ def rotated_corpus_pdfs() -> list:
 def as_params(paths: list[Path]) -> list:
     if not paths:
         return [pytest.param(None, marks=pytest.mark.skip(reason="no such corpus PDFs"))]
-    return [pytest.param(p, id=str(p.relative_to(PROJECT_ROOT.parent))) for p in paths]
+    return [pytest.param(p, id=str(p.relative_to(ROOT.parent))) for p in paths]
 
 
 def corpus_file(name: str) -> Path:
@@ -644,6 +642,7 @@ def test_parsing_prints_nothing_and_restores_mupdf_settings(capfd) -> None:
     assert (pymupdf.TOOLS.mupdf_display_errors(), pymupdf.TOOLS.mupdf_display_warnings()) == before
 
 
+@pytest.mark.spawns
 def test_broken_inputs_never_crash_or_hang_the_process(tmp_path: Path) -> None:
     doc = pymupdf.open()
     doc.new_page().insert_text((50, 100), "truncate me " * 30)
@@ -671,7 +670,7 @@ def test_broken_inputs_never_crash_or_hang_the_process(tmp_path: Path) -> None:
     )
     done = subprocess.run(
         [sys.executable, "-c", script, str(tmp_path)],
-        cwd=PROJECT_ROOT,
+        cwd=ROOT,
         capture_output=True,
         text=True,
         timeout=120,

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from index.cli import build_parser
-from index.cli_registry import COMMANDS
+from index.cli.registry import COMMANDS
 
 from conftest import ROOT
 
@@ -25,3 +25,32 @@ def test_every_command_help_ends_with_an_example(name, capsys):
         parser.parse_args([name, "--help"])
     out = capsys.readouterr().out
     assert "example:\n  spanindex " + name in out
+
+
+def _options_by_command() -> dict[str, dict[str, object]]:
+    """command -> {option string or positional name -> its argparse action}."""
+    parser = build_parser()
+    [commands] = [a for a in parser._actions if a.choices and isinstance(a.choices, dict)]
+    return {
+        name: {(a.option_strings[-1] if a.option_strings else a.dest): a for a in sub._actions}
+        for name, sub in commands.choices.items()
+    }
+
+
+def test_options_shared_by_commands_are_spelled_documented_and_defaulted_alike():
+    from index.match import DEFAULT_MIN_QUOTE_CHARS
+    from index.viewer.page_images import DEFAULT_ZOOM
+
+    shared: dict[str, list] = {}
+    for options in _options_by_command().values():
+        for name in ("index", "records", "--json", "--min-quote-chars", "--zoom"):
+            if name in options:
+                shared.setdefault(name, []).append(options[name])
+    assert len(shared["index"]) == len(COMMANDS) - 1  # all but build, whose --index is the folder to make
+    for name, actions in shared.items():
+        assert len(actions) > 1, name
+        assert all(a.help for a in actions), f"{name} is undocumented somewhere"
+        if name != "--json":  # its help names what is printed
+            assert len({a.help for a in actions}) == 1, f"{name} is documented differently: {[a.help for a in actions]}"
+    assert {a.default for a in shared["--min-quote-chars"]} == {DEFAULT_MIN_QUOTE_CHARS}
+    assert {a.default for a in shared["--zoom"]} == {DEFAULT_ZOOM}

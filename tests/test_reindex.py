@@ -19,13 +19,13 @@ import pytest
 import index
 from index.drift import check_records, summarize_drift
 from index.fsck import fsck
-from index.records_io import read_records, record_line
 from index.verify import Verifier, resolve
 from ingest.build import BuildSettings, build_index
-from ingest.embed import HashingEmbedder
 from schemas.citations import Claim, ClaimVerdict, DriftStatus, Support
+from schemas.record_json import read_records, record_line
 
-from conftest import ROOT, SAMPLE_CORPUS, SHARED_CORPUS
+from conftest import ROOT, SAMPLE_CORPUS, SHARED_CORPUS, spanindex
+from doubles import HashingEmbedder
 
 
 def _build(corpus, idx_dir, **settings):
@@ -84,6 +84,7 @@ def test_retention_keeps_three_generations_and_the_texts_they_reference(tmp_path
     assert all(index.open(idx_dir).has_text(v) for v in versions[2:])
 
 
+@pytest.mark.spawns
 def test_fsck_names_damaged_files_and_missing_texts(tmp_path):
     corpus = shutil.copytree(SAMPLE_CORPUS / "docs", tmp_path / "corpus")
     idx_dir = tmp_path / "idx"
@@ -96,7 +97,7 @@ def test_fsck_names_damaged_files_and_missing_texts(tmp_path):
     chunks_file.write_bytes(bytes(data))
     faults = fsck(idx_dir)
     assert any("chunks.parquet" in str(f) and "checksum" in str(f) for f in faults)
-    run = subprocess.run([sys.executable, "-m", "index", "fsck", str(idx_dir)], capture_output=True, text=True, cwd=ROOT)
+    run = spanindex("fsck", idx_dir)
     assert run.returncode == 1 and "FAULT" in run.stdout
 
     _build(corpus, idx_dir, full=True)
@@ -275,6 +276,7 @@ def test_a_record_whose_quote_does_not_fit_its_offsets_is_corrupt(sample_index_t
     assert swept.citations[0].drift == DriftStatus.CORRUPT_RECORD
 
 
+@pytest.mark.spawns
 def test_check_cli_writes_repaired_records_and_a_summary(tmp_path):
     corpus = tmp_path / "corpus"
     corpus.mkdir()
@@ -288,8 +290,7 @@ def test_check_cli_writes_repaired_records_and_a_summary(tmp_path):
     (corpus / "a.md").write_text("A new first paragraph.\n\nFirst paragraph stays where it is.\n\nThe quoted sentence sits in the second paragraph.\n")
     _build(corpus, idx_dir)
     out = tmp_path / "repaired.jsonl"
-    run = subprocess.run([sys.executable, "-m", "index", "check", str(idx_dir), str(records), "-o", str(out)],
-                         capture_output=True, text=True, cwd=ROOT)
+    run = spanindex("check", idx_dir, records, "-o", out)
     assert run.returncode == 0, run.stderr
     assert "moved 1" in run.stdout
     repaired = json.loads(out.read_text())["citations"][0]
@@ -300,8 +301,9 @@ def test_check_cli_writes_repaired_records_and_a_summary(tmp_path):
 
 _BUILDER = """
 import sys
+sys.path.insert(0, "tests")
+from doubles import HashingEmbedder
 from ingest.build import BuildSettings, build_index
-from ingest.embed import HashingEmbedder
 build_index(sys.argv[1], sys.argv[2], BuildSettings(workers=1, wait_for_lock={wait}), embedder=HashingEmbedder())
 """
 
@@ -350,8 +352,7 @@ def test_two_builds_on_one_index_one_runs_one_is_refused_or_waits(tmp_path):
     deadline = time.time() + 60
     while time.time() < deadline and not (lock.exists() and lock.read_text().strip()):
         time.sleep(0.05)
-    refused = subprocess.run([sys.executable, "-m", "index", "build", str(corpus), "--index", str(idx_dir), "--quiet"],
-                             capture_output=True, text=True, cwd=ROOT)
+    refused = spanindex("build", corpus, "--index", idx_dir, "--quiet")
     waiting = _start_build(corpus, idx_dir, wait=True)
     assert first.wait(timeout=300) == 0, first.stderr
     assert refused.returncode == 4 and f"pid {first.pid}" in refused.stderr, refused.stderr
@@ -371,7 +372,7 @@ def test_searches_and_verifications_during_builds_never_fail(tmp_path):
     def reader():
         while not stop.is_set():
             try:
-                idx = index.open(idx_dir)
+                idx = index.open(idx_dir, embedder=HashingEmbedder())
                 chunk = idx.chunks_of("docs/long-policy.md")[3]
                 assert resolve(idx, chunk.chunk_id, chunk.text[5:90]).status.verified
                 assert idx.search("security council review", k=3)

@@ -1,8 +1,9 @@
-"""The record types and the Arrow schemas are one contract and must stay in step."""
+"""The record types, the Arrow schemas and the JSON forms are one contract and must stay in step."""
 
 from __future__ import annotations
 
 import dataclasses
+import json
 import types
 import typing
 
@@ -11,9 +12,12 @@ import pyarrow as pa
 import pytest
 
 from schemas import records
+from schemas.answer_json import answer_json_schema
+from schemas.citations import Citation, CitationStatus, ClaimRecord, ClaimVerdict, DriftStatus, Placement
 from schemas.errors import IndexFormatError
 from schemas.manifest import manifest_from_json, manifest_to_json
-from schemas.records import ChunkerSettings, Manifest
+from schemas.record_json import citation_from_json, claim_record_from_json, record_json_schema, record_line
+from schemas.records import ChunkerSettings, Manifest, MediaType
 from schemas.tables import FORMAT_VERSION, RECORD_TYPES, SCHEMAS, check_schema, with_metadata
 
 _ARROW_KIND = {
@@ -87,3 +91,42 @@ def test_manifest_round_trips_and_refuses_other_versions():
     assert manifest_from_json(manifest_to_json(manifest)) == manifest
     with pytest.raises(IndexFormatError):
         manifest_from_json(manifest_to_json(dataclasses.replace(manifest, format_version=FORMAT_VERSION + 1)))
+
+
+# -- the JSON side: citation records and answers ---------------------------------------------------
+
+
+def test_a_placement_carries_citation_fields_of_the_same_type():
+    citation_types = typing.get_type_hints(Citation)
+    for name, hint in typing.get_type_hints(Placement).items():
+        assert citation_types.get(name) == hint, f"Placement.{name}: {hint} vs Citation: {citation_types.get(name)}"
+    placed = Citation("d.md#tok:0", "q", CitationStatus.EXACT).placed(
+        Placement("d.md#tok:0", "d.md", "v", 1, 4, 11, 14, "abc", 1, "x", "y", locator="#:~:text=abc")
+    )
+    assert (placed.doc_start, placed.quote, placed.locator, placed.model_quote) == (11, "abc", "#:~:text=abc", "q")
+
+
+def test_unset_vocabularies_are_written_as_empty_strings_and_read_back_as_none():
+    record = ClaimRecord("a", "c", "t", ClaimVerdict.UNVERIFIED, (Citation("x#tok:0", "a quote", CitationStatus.UNKNOWN_CHUNK),))
+    line = record_line(record)
+    raw = json.loads(line)["citations"][0]
+    assert raw["media_type"] == "" and raw["drift"] == "" and raw["status"] == "unknown_chunk"
+    assert claim_record_from_json(json.loads(line)) == record
+    checked = dataclasses.replace(record.citations[0], media_type=MediaType.PDF, drift=DriftStatus.MOVED)
+    back = citation_from_json(json.loads(record_line(dataclasses.replace(record, citations=(checked,))))["citations"][0])
+    assert back.media_type is MediaType.PDF and back.drift is DriftStatus.MOVED
+    for field, value in (("media_type", "application/x-unknown"), ("drift", "maybe"), ("status", "")):
+        with pytest.raises(ValueError):
+            citation_from_json({**raw, field: value})
+
+
+def test_json_schemas_follow_the_record_types():
+    schema = record_json_schema()
+    citation = schema["$defs"]["Citation"]
+    assert list(citation["properties"]) == [f.name for f in dataclasses.fields(Citation)] == citation["required"]
+    assert citation["properties"]["media_type"]["enum"] == [m.value for m in MediaType] + [""]
+    assert citation["properties"]["status"]["enum"] == [s.value for s in CitationStatus]
+    assert schema["properties"]["citations"]["items"] == {"$ref": "#/$defs/Citation"}
+    answer = answer_json_schema()
+    assert answer["required"] == ["claims"] and answer["$defs"]["Support"]["required"] == ["chunk_id", "quote"]
+    assert "error" not in answer["$defs"]["Claim"]["properties"]  # ours, not the model's

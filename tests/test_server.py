@@ -15,17 +15,16 @@ from fastapi.testclient import TestClient
 
 import index
 from index.cli import main
-from index.records_io import read_records
-from index.source_view import HIT_ID, marked_html
 from index.verify import resolve
-from index.views import ViewBuilder, ViewKind
-from index.web.app import create_app
-from index.web.templating import script_hash, script_json
+from index.viewer.marked_source import HIT_ID, marked_html
+from index.viewer.server.app import create_app
+from index.viewer.source_views import ViewBuilder, ViewKind
+from index.viewer.templating import script_hash, script_json
+from schemas.record_json import read_records
 
-from conftest import chunk_with
+from conftest import HTML_QUOTE, PDF_QUOTE, chunk_with
+from doubles import HashingEmbedder
 
-PDF_QUOTE = "Growth plan overage is billed at $0.12 per 1,000 API calls."
-HTML_QUOTE = "Larger events are sent as a link that stays valid for 24 hours."
 HOSTILE_CLAIM = 'Costs <img src=x onerror="window.top.__pwned=1"> and </script><script>window.top.__pwned=2</script> apply.'
 TRAVERSALS = [
     "../../etc/passwd",
@@ -46,7 +45,7 @@ def idx(sample_index_test_model):
 
 @pytest.fixture(scope="module")
 def client(sample_index_test_model):
-    return TestClient(create_app(sample_index_test_model), base_url="http://127.0.0.1")
+    return TestClient(create_app(sample_index_test_model, embedder=HashingEmbedder()), base_url="http://127.0.0.1")
 
 
 @pytest.fixture(scope="module")
@@ -150,6 +149,28 @@ def test_openapi_lists_the_api_with_its_response_models(client):
         assert "$ref" in op["responses"]["200"]["content"]["application/json"]["schema"], path
     assert {"SearchHit", "ClaimRecord", "Citation", "Rect", "ChunkPlace", "ChunkToken"} <= set(schema["components"]["schemas"])
     assert "claims" in refs["/api/verify"]["requestBody"]["content"]["application/json"]["schema"]["properties"]
+
+
+def test_the_served_json_schemas_hold_for_what_the_api_takes_and_writes(client, answer):
+    import jsonschema
+
+    answer_schema = client.get("/api/schemas/answer").json()
+    record_schema = client.get("/api/schemas/record").json()
+    snake = json.loads(json.dumps(answer).replace('"answerId"', '"answer_id"').replace('"claimId"', '"claim_id"')
+                       .replace('"chunkId"', '"chunk_id"'))
+    jsonschema.validate(snake, answer_schema)
+    with pytest.raises(jsonschema.ValidationError):
+        jsonschema.validate({"claims": [{"text": "t", "support": [{"chunk_id": "a#tok:0"}]}]}, answer_schema)
+    records = client.post("/api/verify", json=answer).json()["records"]
+    for record in records:
+        jsonschema.validate(record, record_schema)
+    citation = records[0]["citations"][0]
+    for broken in ({**citation, "quote": 5}, {**citation, "media_type": "application/x-unknown"}, {**citation, "drift": None}):
+        with pytest.raises(jsonschema.ValidationError):
+            jsonschema.validate({**records[0], "citations": [broken]}, record_schema)
+    components = client.get("/openapi.json").json()["components"]["schemas"]
+    as_component = json.dumps(record_schema["$defs"]["Citation"]["properties"]).replace("#/$defs/", "#/components/schemas/")
+    assert components["Citation"]["properties"] == json.loads(as_component)  # /openapi.json says the same
 
 
 # -- documents: served by id from the index, never by path ---------------------------------------
@@ -368,9 +389,9 @@ def test_the_report_is_self_contained_and_allows_only_its_own_script(answer, idx
 
 
 def test_a_report_with_a_source_base_links_the_live_html_page_at_its_text_fragment(answer, idx):
-    from index.answers import parse_answer
-    from index.render import render_report
     from index.verify import verify_answer
+    from index.viewer.report import render_report
+    from schemas.answer_json import parse_answer
 
     records, _ = verify_answer(idx, parse_answer(answer))
     html_citation = records[1].citations[0]
@@ -404,13 +425,12 @@ def test_a_record_with_fields_of_the_wrong_type_is_skipped_not_rendered(answer, 
 
 def test_the_server_follows_a_reindex_to_the_new_generation(tmp_path):
     from ingest.build import BuildSettings, build_index
-    from ingest.embed import HashingEmbedder
 
     corpus, index_dir = tmp_path / "corpus", tmp_path / "index"
     corpus.mkdir()
     (corpus / "note.md").write_text("# Note\n\nThe first version says the limit is 40 requests.\n")
     build_index(corpus, index_dir, BuildSettings(workers=1), embedder=HashingEmbedder())
-    local = TestClient(create_app(index_dir), base_url="http://127.0.0.1")
+    local = TestClient(create_app(index_dir, embedder=HashingEmbedder()), base_url="http://127.0.0.1")
     first = local.get("/api/search", params={"q": "limit"}).json()
     assert "40 requests" in first["hits"][0]["text"]
 
@@ -427,9 +447,9 @@ def test_the_server_follows_a_reindex_to_the_new_generation(tmp_path):
 
 
 def test_a_report_carries_each_cited_html_page_once_with_marks_for_every_citation(idx):
-    from index.answers import parse_answer
-    from index.render import render_report
     from index.verify import verify_answer
+    from index.viewer.report import render_report
+    from schemas.answer_json import parse_answer
 
     quotes = [HTML_QUOTE, "Audit logs are kept for 400 days on the Scale plan.", "Larger events are sent as a link"]
     answer = {"answer_id": "twice", "claims": [

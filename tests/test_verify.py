@@ -14,14 +14,14 @@ import pytest
 from bs4 import BeautifulSoup, Comment
 
 import index
-from index.answers import parse_answer
 from index.verify import Verifier, resolve, verify_answer
 from ingest.normalize import normalize
+from schemas.answer_json import parse_answer
 from schemas.citations import CitationStatus, ClaimVerdict, Policy, Support
 from schemas.errors import AnswerFormatError
 from schemas.records import DocStatus, MediaType
 
-from conftest import ROOT, STATUS_COUNTS
+from conftest import ROOT, STATUS_COUNTS, spanindex
 
 
 def _quotes(idx, per_doc=6, seed=3):
@@ -209,6 +209,28 @@ def test_number_guard_on_a_near_identical_quote(sample_index_test_model):
     assert "$0.12 per 1,000" in typo.quote
 
 
+def test_offset_maps_are_built_once_per_document_by_the_index_for_every_user(sample_index_test_model):
+    from index.inspect import inspect_chunk
+    from index.reader import MAPS_KEPT
+    from index.viewer.source_views import ViewBuilder
+
+    idx = index.open(sample_index_test_model)
+    pdf = next(c for c in idx.chunks_of("pricing/rate-card.pdf") if "$0.12 per 1,000" in c.text)
+    html = idx.chunks_of("web/faq.html")[0]
+    char_map, source_map = idx.pdf_char_map(pdf.doc_id), idx.html_source_map(html.doc_id)
+    views = ViewBuilder(idx)
+    for chunk, quote in ((pdf, "billed at $0.12 per 1,000 API calls"), (html, html.text[:40])):
+        citation = Verifier(idx).cite(Support(chunk.chunk_id, quote))  # a fresh verifier: nothing of its own
+        assert citation.status.verified and views.citation(citation).kind.value in ("pdf", "html")
+        inspect_chunk(idx, chunk.chunk_id, glyph_boxes=True)
+    assert idx.pdf_char_map(pdf.doc_id) is char_map and idx.html_source_map(html.doc_id) is source_map
+    assert {kind for kind, _ in idx._maps} == {"pdf_char_map", "page_labels", "pdf_pages", "html_source_map"}
+    for doc in idx.documents():
+        idx.page_labels(doc.doc_id)
+        idx.pdf_page(doc.doc_id, 1)
+    assert len(idx._maps) <= MAPS_KEPT
+
+
 def test_short_quotes_prove_nothing_and_repeats_take_the_first(sample_index_test_model):
     idx = index.open(sample_index_test_model)
     chunk = idx.chunks_of("docs/long-policy.md")[0]
@@ -274,10 +296,7 @@ def test_a_file_that_is_not_an_answer_is_refused_clearly(raw, message):
         parse_answer(raw)
 
 
-def _cli(*args, cwd=ROOT):
-    return subprocess.run([sys.executable, "-m", "index", *args], capture_output=True, text=True, cwd=cwd, timeout=120)
-
-
+@pytest.mark.spawns
 def test_verify_cli_never_loads_torch_and_reports_rates(sample_index_test_model, tmp_path):
     idx = index.open(sample_index_test_model)
     chunk = idx.chunks_of("web/faq.html")[0]
@@ -299,10 +318,10 @@ def test_verify_cli_never_loads_torch_and_reports_rates(sample_index_test_model,
     assert records[0]["citations"][0]["status"] == "exact"
     assert records[0]["citations"][0]["src_start"] is not None
 
-    refused = _cli("verify", str(sample_index_test_model), str(answer), "--policy", "refuse")
+    refused = spanindex("verify", str(sample_index_test_model), str(answer), "--policy", "refuse")
     assert refused.returncode == 1 and "answer refused" in refused.stderr
 
-    w3c = _cli("verify", str(sample_index_test_model), str(answer), "--format", "w3c")
+    w3c = spanindex("verify", str(sample_index_test_model), str(answer), "--format", "w3c")
     annotation = json.loads(w3c.stdout.splitlines()[0])
     selectors = {s["type"]: s for s in annotation["target"]["selector"]}
     assert selectors["TextQuoteSelector"]["exact"] == chunk.text[:60]
@@ -311,10 +330,11 @@ def test_verify_cli_never_loads_torch_and_reports_rates(sample_index_test_model,
     assert annotation["target"]["spanindex:docId"] == "web/faq.html"
 
 
+@pytest.mark.spawns
 @pytest.mark.parametrize("content", ["{not json", "[]", '{"claims": 5}', "\udcff"])
 def test_verify_cli_rejects_malformed_answers_without_a_traceback(sample_index_test_model, tmp_path, content):
     answer = tmp_path / "answer.json"
     answer.write_bytes(content.encode("utf-8", "surrogateescape"))
-    run = _cli("verify", str(sample_index_test_model), str(answer))
+    run = spanindex("verify", str(sample_index_test_model), str(answer))
     assert run.returncode == 3
     assert "Traceback" not in run.stderr and run.stderr.startswith("spanindex:")

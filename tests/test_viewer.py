@@ -2,7 +2,7 @@
 
 One index is built for the module: sample_corpus/ plus a hostile HTML page, a hostile
 Markdown note and a 300-page PDF, with the test embedder. The real server runs in a
-subprocess (`python -m index serve`) on a free loopback port. Screenshots go to
+subprocess (`spanindex serve`) on a free loopback port. Screenshots go to
 test-artifacts/. Run with -s to see the click-to-highlight times.
 """
 
@@ -16,7 +16,6 @@ import shutil
 import socket
 import statistics
 import subprocess
-import sys
 import time
 import urllib.request
 from pathlib import Path
@@ -27,15 +26,14 @@ import pytest
 import index
 from index.cli import main
 
-from conftest import ARTIFACTS, ROOT, SAMPLE_CORPUS, chunk_with
+from conftest import ARTIFACTS, HTML_QUOTE, PDF_QUOTE, ROOT, SAMPLE_CORPUS, chunk_with, spanindex_command
+from doubles import HashingEmbedder
 
 pytestmark = pytest.mark.browser
 
 CHROMIUM = Path("/usr/bin/chromium")
 CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
                  "--disable-background-networking", "--disable-component-update", "--disable-sync"]
-PDF_QUOTE = "Growth plan overage is billed at $0.12 per 1,000 API calls."
-HTML_QUOTE = "Larger events are sent as a link that stays valid for 24 hours."
 LATE_PAGE = 290
 LATE_QUOTE = "The late-page figure is 4,711 widgets shipped to Reykjavik in week 38."
 HOSTILE_TEXT_QUOTE = '</script><script>window.top.__pwned="text"</script>'
@@ -89,7 +87,6 @@ def long_pdf(path: Path, pages: int = 300) -> None:
 def viewer_index(tmp_path_factory) -> Path:
     require_chromium()
     from ingest.build import BuildSettings, build_index
-    from ingest.embed import HashingEmbedder
 
     corpus = shutil.copytree(SAMPLE_CORPUS, tmp_path_factory.mktemp("viewer") / "corpus")
     (corpus / "extra").mkdir()
@@ -143,10 +140,10 @@ def report(viewer_index, answer, tmp_path_factory) -> tuple[Path, list[dict]]:
 
 @contextlib.contextmanager
 def running_server(index_dir: Path):
-    """`python -m index serve` on a free loopback port, until the block ends."""
+    """`spanindex serve` (with the test embedder the index was built with) on a free loopback port."""
     port = free_port()
     process = subprocess.Popen(
-        [sys.executable, "-m", "index", "serve", str(index_dir), "--port", str(port)],
+        spanindex_command("serve", index_dir, "--port", port, test_embedder=True),
         cwd=ROOT, env={**os.environ, "PYTHONUNBUFFERED": "1"}, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
     )
     base = f"http://127.0.0.1:{port}"
@@ -446,7 +443,7 @@ def test_click_to_highlight_on_a_late_page_of_a_300_page_pdf(page, report, viewe
     report_path, records = report
     late = next(r for r in records if r["claim_id"] == "late")["citations"][0]
     assert late["status"] == "exact" and late["page"] == LATE_PAGE
-    from index.page_images import render_page
+    from index.viewer.page_images import render_page
 
     started = time.perf_counter()
     rendered = render_page(idx.source_path("extra/long-report.pdf"), LATE_PAGE)

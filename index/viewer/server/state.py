@@ -15,16 +15,17 @@ from collections.abc import Iterator
 from pathlib import Path
 from urllib.parse import quote as percent_encode
 
-from index.page_images import DEFAULT_ZOOM, PageImageCache
 from index.reader import Index, follow_current
-from index.render import Links
-from index.views import PageView, ViewBuilder
+from index.viewer.claims import Links
+from index.viewer.page_images import DEFAULT_ZOOM, PageImageCache
+from index.viewer.source_views import PageView, ViewBuilder
+from ingest.embed import Embedder
 from schemas.records import DocStatus, DocumentRecord
 
 
-class Viewer:
-    def __init__(self, index_dir: str | Path, *, zoom: float = DEFAULT_ZOOM) -> None:
-        self.index = Index(index_dir)
+class ServerState:
+    def __init__(self, index_dir: str | Path, *, zoom: float = DEFAULT_ZOOM, embedder: Embedder | None = None) -> None:
+        self.index = Index(index_dir, embedder=embedder)
         self.views = ViewBuilder(self.index)
         self.images = PageImageCache()
         self.zoom = zoom
@@ -37,7 +38,7 @@ class Viewer:
         )
 
     @contextlib.contextmanager
-    def reading(self) -> Iterator[Viewer]:
+    def reading(self) -> Iterator[ServerState]:
         """Hold the lock, on the live generation, for one request."""
         with self.lock:
             live = follow_current(self.index)

@@ -2,17 +2,38 @@
 
 A file that is not an answer at all is an AnswerFormatError. A malformed
 claim or support is kept, with its error, so that it is reported (and never
-verified) while the rest of the answer is checked.
+verified) while the rest of the answer is checked. ``answer_json_schema()``
+documents the shape for clients.
 """
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 from pathlib import Path
 
 from schemas.citations import Answer, Claim, Support
 from schemas.errors import AnswerFormatError
+from schemas.json_schema import json_schema_document
+
+# What an answer must give; everything else may be left out. ``error`` is ours, not the model's.
+REQUIRED = {Answer: ("claims",), Claim: ("text",), Support: ("chunk_id", "quote")}
+NOT_FROM_THE_MODEL = ("error",)
+ANSWER_DESCRIPTION = (
+    "A model's answer. camelCase keys (answerId, claimId, chunkId) are accepted too; a malformed claim "
+    "or support is reported, never verified, and the rest of the answer is checked."
+)
+
+
+@functools.cache
+def answer_json_schema() -> dict:
+    """The JSON Schema of an answer, as clients should write it (snake_case).
+
+    >>> answer_json_schema()["properties"]["claims"]["items"]
+    {'$ref': '#/$defs/Claim'}
+    """
+    return json_schema_document(Answer, description=ANSWER_DESCRIPTION, required=REQUIRED, omit=NOT_FROM_THE_MODEL)
 
 
 def load_answer(path: str | Path) -> Answer:

@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import shutil
 
-from index.layout import IndexPaths, read_current, version_hex
-from index.store import Generation
+from ingest.previous import PublishedGeneration
 from schemas.errors import IndexFormatError
+from schemas.layout import IndexPaths, read_current, version_hex
 
 
 def retire_generations(paths: IndexPaths, *, keep: int = 3, keep_texts: bool = False) -> list[str]:
@@ -32,7 +32,7 @@ def _collect_garbage(paths: IndexPaths, kept: list[str], keep_texts: bool) -> No
     texts, sources = set(), set()
     for name in kept:
         try:
-            documents = Generation(paths, name).table("documents", ["doc_version", "source_sha256"])
+            documents = PublishedGeneration(paths, name).table("documents", ["doc_version", "source_sha256"])
         except IndexFormatError:
             return  # cannot tell what is referenced: remove nothing
         texts.update(version_hex(v) for v in documents.column("doc_version").to_pylist() if v)

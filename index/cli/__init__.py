@@ -7,13 +7,17 @@ from __future__ import annotations
 import argparse
 import sys
 
-from index.cli_registry import COMMANDS, EXIT_ERROR, EXIT_LOCKED, EXIT_OK, EXIT_USAGE
+from index.cli.registry import COMMANDS, EXIT_ERROR, EXIT_LOCKED, EXIT_OK, EXIT_USAGE
+from ingest.embed import Embedder
 from schemas.errors import IndexLockedError, SpanindexError
 
 
-def main(argv: list[str] | None = None) -> int:
+def main(argv: list[str] | None = None, *, embedder: Embedder | None = None) -> int:
+    """Run one command; the exit code. ``embedder``: for an index built with an embedder of
+    your own (or a test double), which the commands that search then use."""
     parser = build_parser()
     args = parser.parse_args(argv)
+    args.embedder = embedder
     if not getattr(args, "run", None):
         parser.print_help()
         return EXIT_USAGE
@@ -31,10 +35,11 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    # Importing the command modules registers their subcommands, in this order.
-    from index import cli_commands  # noqa: F401, I001
-    from index import cli_cite  # noqa: F401
-    from index import cli_view  # noqa: F401
+    # Importing the command modules registers their subcommands, in this order:
+    # the index itself, citations, the viewer.
+    from index.cli import index_commands  # noqa: F401, I001
+    from index.cli import citation_commands  # noqa: F401
+    from index.cli import viewer_commands  # noqa: F401
 
     parser = argparse.ArgumentParser(
         prog="spanindex",

@@ -1,4 +1,7 @@
-"""What the CLI's command modules share: exit codes, the command registry, JSON output."""
+"""What the CLI's command modules share: exit codes, the command registry, JSON output.
+
+The arguments several commands take are declared once in ``index.cli.arguments``.
+"""
 
 from __future__ import annotations
 

@@ -12,12 +12,9 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from enum import StrEnum
 
-import numpy as np
-
 from index.inspect import ChunkPlace
-from index.locate import HtmlSourceMap
 from index.reader import Index
-from index.source_view import MarkedText, marked_html, marked_text
+from index.viewer.marked_source import MarkedText, marked_html, marked_text
 from schemas.citations import Citation
 from schemas.records import DocumentRecord, MediaType, PdfPage, Rect
 
@@ -63,7 +60,7 @@ class SourceView:
 
 
 class ViewBuilder:
-    """Builds views against one index; caches page sizes and decoded sources per document.
+    """Builds views against one index (whose page sizes and source maps are built once per document).
 
     >>> views = ViewBuilder(index.open("build/sample-index"))        # doctest: +SKIP
     >>> views.citation(citation).pages[0].boxes[0].left               # doctest: +SKIP
@@ -75,9 +72,6 @@ class ViewBuilder:
         for a caller that marks one shared copy of each page (the report)."""
         self.index = index
         self.inline_html = inline_html
-        self._pages: dict[str, dict[int, PdfPage]] = {}
-        self._sources: dict[str, str] = {}
-        self._source_maps: dict[str, HtmlSourceMap] = {}
 
     def citation(self, citation: Citation) -> SourceView:
         if not citation.status.verified:
@@ -126,8 +120,8 @@ class ViewBuilder:
         if doc.media_type is MediaType.PDF:
             return self._pdf_view(doc, tuple(rects), page)
         if doc.media_type is MediaType.HTML:
-            ranges = tuple(source_ranges(self._source_map(doc_id), start, end))
-            srcdoc = marked_html(self._decoded_source(doc_id), ranges) if self.inline_html else ""
+            ranges = tuple(self.index.html_source_map(doc_id).source_ranges(start, end))
+            srcdoc = marked_html(self.index.decoded_source(doc_id), ranges) if self.inline_html else ""
             return SourceView(ViewKind.HTML, doc_id, "HTML", srcdoc=srcdoc, source_ranges=ranges)
         return self._text_view(doc, doc_version, start, end)
 
@@ -137,7 +131,6 @@ class ViewBuilder:
         return SourceView(ViewKind.TEXT, doc.doc_id, where, text=text, note=note)
 
     def _pdf_view(self, doc: DocumentRecord, rects: tuple[Rect, ...], page: int | None) -> SourceView:
-        sizes = self._page_sizes(doc.doc_id)
         by_page: dict[int, list[Rect]] = {}
         for rect in rects:
             by_page.setdefault(rect.page, []).append(rect)
@@ -145,7 +138,7 @@ class ViewBuilder:
             by_page[page] = []  # a span of synthetic characters only: the page, no boxes
         pages = []
         for number in sorted(by_page):
-            size = sizes.get(number)
+            size = self.index.pdf_page(doc.doc_id, number)
             if size is None:
                 continue
             boxes = tuple(_box(r, size) for r in by_page[number])
@@ -158,51 +151,6 @@ class ViewBuilder:
         else:
             where = f"p. {first.page}" + (f" (printed {first.label})" if first.label and first.label != str(first.page) else "")
         return SourceView(ViewKind.PDF, doc.doc_id, where, pages=tuple(pages))
-
-    def _page_sizes(self, doc_id: str) -> dict[int, PdfPage]:
-        if doc_id not in self._pages:
-            self._pages[doc_id] = {p.page: p for p in self.index.pdf_pages(doc_id)}
-        return self._pages[doc_id]
-
-    def _source_map(self, doc_id: str) -> HtmlSourceMap:
-        if doc_id not in self._source_maps:
-            if len(self._source_maps) >= 8:
-                self._source_maps.pop(next(iter(self._source_maps)))
-            self._source_maps[doc_id] = HtmlSourceMap.from_table(self.index.generation.rows_of("html_map", doc_id))
-        return self._source_maps[doc_id]
-
-    def _decoded_source(self, doc_id: str) -> str:
-        if doc_id not in self._sources:
-            if len(self._sources) >= 8:
-                self._sources.pop(next(iter(self._sources)))
-            self._sources[doc_id] = self.index.decoded_source(doc_id)
-        return self._sources[doc_id]
-
-
-def source_ranges(source_map: HtmlSourceMap, start: int, end: int) -> list[tuple[int, int]]:
-    """The decoded-source ranges that document text ``[start, end)`` came from, merged where they touch.
-
-    Text the parser left out between two runs (a hidden element, a comment) is in no range.
-    """
-    first = int(np.searchsorted(source_map.ends, start, side="right"))
-    last = int(np.searchsorted(source_map.starts, end, side="left"))
-    ranges: list[tuple[int, int]] = []
-    for i in range(first, last):
-        a, b = max(start, int(source_map.starts[i])), min(end, int(source_map.ends[i]))
-        if a >= b:
-            continue
-        if source_map.is_text[i]:  # one source character per text character
-            offset = int(source_map.src_starts[i]) - int(source_map.starts[i])
-            src_a, src_b = a + offset, b + offset
-        else:  # an entity or collapsed whitespace: its whole source; synthetic: nothing
-            src_a, src_b = int(source_map.src_starts[i]), int(source_map.src_ends[i])
-        if src_a >= src_b:
-            continue
-        if ranges and src_a <= ranges[-1][1]:
-            ranges[-1] = (ranges[-1][0], max(ranges[-1][1], src_b))
-        else:
-            ranges.append((src_a, src_b))
-    return ranges
 
 
 def _box(rect: Rect, page: PdfPage) -> Box:

@@ -1,4 +1,4 @@
-"""Where things live inside an index folder, and how files are replaced safely.
+"""Where things live inside an index folder: the names of the on-disk format.
 
 ```
 INDEX/
@@ -9,11 +9,13 @@ INDEX/
   sources/<sha256>.<ext>  original files by content hash (the viewer renders them)
   sources/<sha256>.decoded.html   HTML sources as decoded: what src offsets index
 ```
+
+The names are the contract: ``ingest`` writes these files (``ingest.publish``),
+``index`` reads them (``index.store``). Neither spells a file name itself.
 """
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -31,6 +33,8 @@ TABLE_FILES = {
 MANIFEST = "manifest.json"
 FAISS_FILE = "vectors.faiss"
 VECTORS_FILE = "vectors.f32"  # raw float32 rows by vector_id: the embedding cache of the next build
+# Every file of a complete generation besides the manifest, in the order they are checked.
+GENERATION_FILES = (*TABLE_FILES.values(), FAISS_FILE, VECTORS_FILE)
 
 
 @dataclass(frozen=True, slots=True)
@@ -78,45 +82,9 @@ def version_hex(doc_version: str) -> str:
 
 
 def read_current(paths: IndexPaths) -> str | None:
+    """The name of the live generation, or None when no build has published one."""
     try:
         name = paths.current.read_text(encoding="utf-8").strip()
     except FileNotFoundError:
         return None
     return name or None
-
-
-def fsync_dir(path: Path) -> None:
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-
-
-def fsync_file(path: Path) -> None:
-    with open(path, "rb") as f:
-        os.fsync(f.fileno())
-
-
-def atomic_write(path: Path, data: bytes) -> None:
-    """Write ``data`` so that ``path`` holds either the old or the new bytes, never a mixture."""
-    tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
-    with open(tmp, "wb") as f:
-        f.write(data)
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(tmp, path)
-    fsync_dir(path.parent)
-
-
-def write_once(path: Path, data: bytes) -> None:
-    """Content-addressed files: written once, atomically; an existing file is kept."""
-    if path.exists():
-        return
-    path.parent.mkdir(parents=True, exist_ok=True)
-    atomic_write(path, data)
-
-
-def publish(paths: IndexPaths, generation: str) -> None:
-    """Make ``generation`` the live one: one atomic rename of CURRENT."""
-    atomic_write(paths.current, (generation + "\n").encode("utf-8"))

@@ -6,16 +6,17 @@ import argparse
 import ipaddress
 import sys
 
-from index.cli_registry import EXIT_FAILURES, EXIT_OK, command
+from index.cli.arguments import index_argument, open_index, records_argument, zoom_option
+from index.cli.registry import EXIT_FAILURES, EXIT_OK, command
 
 
 @command("render", "Render citation records as one self-contained HTML page: click a marker, see the highlight.",
          "spanindex render build/sample-index records.jsonl -o report.html")
 def _render(p: argparse.ArgumentParser) -> None:
-    p.add_argument("index", help="index folder")
-    p.add_argument("records", help="citation records as `spanindex verify` writes them (JSON Lines)")
+    index_argument(p)
+    records_argument(p)
     p.add_argument("-o", "--output", required=True, help="the HTML file to write")
-    p.add_argument("--zoom", type=float, default=1.5, help="page image scale, pixels per point (default 1.5)")
+    zoom_option(p)
     p.add_argument("--source-base", help="URL where the original files are published (links become URL/doc_id); "
                                          "default: file: links to the index's stored copies")
     p.add_argument("--title", default="", help="page title (default: the answer ids)")
@@ -23,16 +24,15 @@ def _render(p: argparse.ArgumentParser) -> None:
 
 
 def run_render(args) -> int:
-    import index
-    from index.records_io import read_records
-    from index.render import write_report
+    from index.viewer.report import write_report
+    from schemas.record_json import read_records
 
     parsed = list(read_records(args.records))
     records = [record for _, record, _ in parsed if record is not None]
     for _, record, error in parsed:
         if record is None:
             print(f"skipped {error}", file=sys.stderr)
-    output = write_report(index.open(args.index), records, args.output, zoom=args.zoom,
+    output = write_report(open_index(args), records, args.output, zoom=args.zoom,
                           source_base=args.source_base, title=args.title)
     citations = sum(len(r.citations) for r in records)
     size = output.stat().st_size
@@ -43,22 +43,22 @@ def run_render(args) -> int:
 @command("serve", "Serve the viewer: search, verify answers, inspect chunks, and a JSON API.",
          "spanindex serve build/sample-index --port 8000")
 def _serve(p: argparse.ArgumentParser) -> None:
-    p.add_argument("index", help="index folder")
+    index_argument(p)
     p.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1: this machine only)")
     p.add_argument("--port", type=int, default=8000, help="port (default 8000)")
-    p.add_argument("--zoom", type=float, default=1.5, help="page image scale, pixels per point (default 1.5)")
+    zoom_option(p)
     p.set_defaults(run=run_serve)
 
 
 def run_serve(args) -> int:
     import uvicorn
 
-    from index.web.app import LOOPBACK_HOSTS, create_app
+    from index.viewer.server.app import LOOPBACK_HOSTS, create_app
 
     # Bound to loopback, only loopback Host headers are answered (no DNS rebinding);
     # bound elsewhere on purpose, the operator decides who may reach it.
     allowed = LOOPBACK_HOSTS if _is_loopback(args.host) else ["*"]
-    app = create_app(args.index, zoom=args.zoom, allowed_hosts=allowed)
+    app = create_app(args.index, zoom=args.zoom, allowed_hosts=allowed, embedder=args.embedder)
     print(f"spanindex viewer on http://{args.host}:{args.port}/ (index {args.index}); Ctrl-C stops it")
     uvicorn.run(app, host=args.host, port=args.port, log_level="warning")
     return EXIT_OK

@@ -22,17 +22,18 @@ from fastapi.staticfiles import StaticFiles
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.middleware.trustedhost import TrustedHostMiddleware
 
-from index.answers import parse_answer
 from index.chunk_tokens import chunk_tokens
 from index.inspect import inspect_chunk
-from index.page_images import DEFAULT_ZOOM
-from index.render import answer_views
-from index.source_view import defused_html
 from index.verify import verify_answer
-from index.web import api
-from index.web.security import MAX_BODY_BYTES, PDF_CSP, SANDBOX_CSP, BodyLimit, SecurityHeaders
-from index.web.templating import environment
-from index.web.viewer import Viewer
+from index.viewer.claims import answer_views
+from index.viewer.marked_source import defused_html
+from index.viewer.page_images import DEFAULT_ZOOM
+from index.viewer.server import api
+from index.viewer.server.security import MAX_BODY_BYTES, PDF_CSP, SANDBOX_CSP, BodyLimit, SecurityHeaders
+from index.viewer.server.state import ServerState
+from index.viewer.templating import environment
+from ingest.embed import Embedder
+from schemas.answer_json import parse_answer
 from schemas.citations import Policy
 from schemas.errors import AnswerFormatError, SpanindexError
 from schemas.records import MediaType
@@ -47,15 +48,17 @@ def create_app(
     zoom: float = DEFAULT_ZOOM,
     max_body_bytes: int = MAX_BODY_BYTES,
     allowed_hosts: list[str] | None = None,
+    embedder: Embedder | None = None,
 ) -> FastAPI:
     """The viewer over the live generation of ``index_dir``.
 
     ``allowed_hosts`` defaults to loopback names: a page elsewhere that rebinds its
-    DNS name to 127.0.0.1 must not read the index through the browser.
+    DNS name to 127.0.0.1 must not read the index through the browser. ``embedder``: for an
+    index built with an embedder the manifest cannot name (see ``index.open``).
 
     >>> app = create_app("build/sample-index")   # doctest: +SKIP
     """
-    viewer = Viewer(index_dir, zoom=zoom)
+    server = ServerState(index_dir, zoom=zoom, embedder=embedder)
     app = FastAPI(
         title="spanindex viewer",
         summary="Search, verify and inspect an offset-preserving chunk index.",
@@ -63,16 +66,25 @@ def create_app(
         docs_url=None,  # Swagger UI would load scripts from a CDN
         redoc_url=None,
     )
-    app.state.viewer = viewer
+    app.state.server = server
     app.include_router(api.router)
-    app.mount("/static", StaticFiles(packages=[("index.web", "static")]), name="static")
+    generated_openapi = app.openapi
+
+    def openapi() -> dict:
+        """FastAPI's description of the routes, with the contract's records as generated from their types."""
+        if app.openapi_schema is None:
+            generated_openapi().setdefault("components", {}).setdefault("schemas", {}).update(api.openapi_components())
+        return app.openapi_schema
+
+    app.openapi = openapi
+    app.mount("/static", StaticFiles(packages=[("index.viewer", "static")]), name="static")
     app.add_middleware(TrustedHostMiddleware, allowed_hosts=allowed_hosts or LOOPBACK_HOSTS)
     app.add_middleware(BodyLimit, max_bytes=max_body_bytes)
     app.add_middleware(SecurityHeaders)  # added last: outermost, so every answer carries it
 
     def page(template: str, status_code: int = 200, **context) -> HTMLResponse:
         html = environment().get_template(template).render(
-            inline_assets=False, csp="", links=viewer.links, generation=viewer.index.generation.name, **context
+            inline_assets=False, csp="", links=server.links, generation=server.index.generation.name, **context
         )
         return HTMLResponse(html, status_code=status_code)
 
@@ -95,9 +107,9 @@ def create_app(
     ):
         hits = []
         if q.strip():
-            with viewer.reading():
-                for hit in viewer.index.search(q, k):
-                    hits.append({"hit": hit, "view": viewer.views.chunk(inspect_chunk(viewer.index, hit.chunk_id))})
+            with server.reading():
+                for hit in server.index.search(q, k):
+                    hits.append({"hit": hit, "view": server.views.chunk(inspect_chunk(server.index, hit.chunk_id))})
         return page("search.html", title="Search", active="search", query=q, k=k, max_k=MAX_PAGE_HITS, hits=hits)
 
     @app.get("/verify", response_class=HTMLResponse, include_in_schema=False)
@@ -121,9 +133,9 @@ def create_app(
             return _verify_form(422, f"not valid JSON: {exc}", answer, policy.value)
         except AnswerFormatError as exc:
             return _verify_form(422, str(exc), answer, policy.value)
-        with viewer.reading():
-            records, summary = verify_answer(viewer.index, parsed, policy=policy)
-            answers = answer_views(records, viewer.views)
+        with server.reading():
+            records, summary = verify_answer(server.index, parsed, policy=policy)
+            answers = answer_views(records, server.views)
         return page("verify.html", title=f"Answer {parsed.answer_id}", active="verify", answers=answers,
                     refused=summary.refused)
 
@@ -131,16 +143,16 @@ def create_app(
     def inspect_page(chunk_id: Annotated[str, Query(max_length=2000)] = ""):
         context = {"title": "Inspect", "active": "inspect", "chunk_id": chunk_id, "place": None}
         if chunk_id:
-            with viewer.reading():
-                chunk = viewer.index.chunk(chunk_id)
+            with server.reading():
+                chunk = server.index.chunk(chunk_id)
                 if chunk is None:
                     raise HTTPException(404, f"no chunk {chunk_id!r} in this index")
-                place = inspect_chunk(viewer.index, chunk_id)
-                siblings = [c.chunk_id for c in sorted(viewer.index.chunks_of(chunk.doc_id), key=lambda c: c.seq)]
+                place = inspect_chunk(server.index, chunk_id)
+                siblings = [c.chunk_id for c in sorted(server.index.chunks_of(chunk.doc_id), key=lambda c: c.seq)]
                 at = siblings.index(chunk_id)
                 context.update(
-                    title=f"Chunk {chunk_id}", place=place, view=viewer.views.chunk(place),
-                    tokens=chunk_tokens(viewer.index.manifest, chunk), siblings=siblings,
+                    title=f"Chunk {chunk_id}", place=place, view=server.views.chunk(place),
+                    tokens=chunk_tokens(server.index.manifest, chunk), siblings=siblings,
                     previous=siblings[at - 1] if at > 0 else "", next=siblings[at + 1] if at + 1 < len(siblings) else "",
                 )
         return page("inspect.html", **context)
@@ -148,11 +160,11 @@ def create_app(
     @app.get("/documents/{doc_id:path}/pages/{page}.png", include_in_schema=False)
     def page_image(doc_id: str, page: int):
         started = time.perf_counter()
-        with viewer.reading():
-            doc = viewer.document(doc_id)
+        with server.reading():
+            doc = server.document(doc_id)
             if doc is None or doc.media_type is not MediaType.PDF or not 1 <= page <= doc.n_pages:
                 raise HTTPException(404, "no such page")
-            image, cached = viewer.images.get(viewer.index.source_path(doc_id), page, viewer.zoom, doc_id=doc_id)
+            image, cached = server.images.get(server.index.source_path(doc_id), page, server.zoom, doc_id=doc_id)
         took = (time.perf_counter() - started) * 1000
         return Response(image.png, media_type="image/png", headers={
             "Cache-Control": "private, max-age=3600",
@@ -161,9 +173,9 @@ def create_app(
 
     @app.get("/documents/{doc_id:path}/file", include_in_schema=False)
     def source_file(doc_id: str):
-        with viewer.reading():
-            doc = viewer.document(doc_id)
-            path = viewer.index.source_path(doc_id) if doc else None
+        with server.reading():
+            doc = server.document(doc_id)
+            path = server.index.source_path(doc_id) if doc else None
         if doc is None or not path.is_file():
             raise HTTPException(404, "no such document")
         name = Path(doc_id).name
@@ -176,11 +188,11 @@ def create_app(
 
     @app.get("/documents/{doc_id:path}/view", include_in_schema=False)
     def stored_page(doc_id: str):
-        with viewer.reading():
-            doc = viewer.document(doc_id)
+        with server.reading():
+            doc = server.document(doc_id)
             if doc is None or doc.media_type is not MediaType.HTML:
                 raise HTTPException(404, "no such HTML document")
-            html = defused_html(viewer.index.decoded_source(doc_id))
+            html = defused_html(server.index.decoded_source(doc_id))
         return HTMLResponse(html, headers={"Content-Security-Policy": SANDBOX_CSP})
 
     return app

@@ -1,4 +1,4 @@
-"""Subcommands that build and inspect an index: build, search, stats, show."""
+"""Subcommands about the index itself: build it, search it, summarise it, show a chunk, check it."""
 
 from __future__ import annotations
 
@@ -7,7 +7,8 @@ import collections
 import dataclasses
 import sys
 
-from index.cli_registry import EXIT_FAILURES, EXIT_OK, command, print_json
+from index.cli.arguments import index_argument, json_option, open_index
+from index.cli.registry import EXIT_FAILURES, EXIT_OK, command, print_json
 
 
 @command("build", "Build or update the index of a corpus folder.", "spanindex build sample_corpus --index build/sample-index")
@@ -97,17 +98,16 @@ def run_build(args) -> int:
 
 @command("search", "Retrieve the chunks nearest to a query.", 'spanindex search build/sample-index "overage price per API call" -k 5')
 def _search(p: argparse.ArgumentParser) -> None:
-    p.add_argument("index", help="index folder")
+    index_argument(p)
     p.add_argument("query")
     p.add_argument("-k", type=int, default=5, help="number of hits (default 5)")
-    p.add_argument("--json", action="store_true", help="one JSON array of hits")
+    json_option(p, "the hits (one array)")
     p.set_defaults(run=run_search)
 
 
 def run_search(args) -> int:
-    import index
 
-    hits = index.open(args.index).search(args.query, args.k)
+    hits = open_index(args).search(args.query, args.k)
     if args.json:
         print_json([dataclasses.asdict(h) for h in hits])
         return EXIT_OK
@@ -123,15 +123,14 @@ def run_search(args) -> int:
 
 @command("stats", "Summarise an index: documents by status and type, pages, characters, chunks.", "spanindex stats build/sample-index")
 def _stats(p: argparse.ArgumentParser) -> None:
-    p.add_argument("index", help="index folder")
-    p.add_argument("--json", action="store_true")
+    index_argument(p)
+    json_option(p)
     p.set_defaults(run=run_stats)
 
 
 def run_stats(args) -> int:
-    import index
 
-    idx = index.open(args.index)
+    idx = open_index(args)
     docs = idx.documents()
     stats = {
         "generation": idx.generation.name,
@@ -162,18 +161,17 @@ def run_stats(args) -> int:
 
 @command("show", "Show one chunk: its text, offsets, pages and glyph boxes or HTML source range.", 'spanindex show build/sample-index "pricing/rate-card.pdf#tok:0"')
 def _show(p: argparse.ArgumentParser) -> None:
-    p.add_argument("index", help="index folder")
+    index_argument(p)
     p.add_argument("chunk_id")
     p.add_argument("--boxes", action="store_true", help="every glyph box, not one rectangle per line")
-    p.add_argument("--json", action="store_true")
+    json_option(p)
     p.set_defaults(run=run_show)
 
 
 def run_show(args) -> int:
-    import index
     from index.inspect import inspect_chunk
 
-    description = dataclasses.asdict(inspect_chunk(index.open(args.index), args.chunk_id, glyph_boxes=args.boxes))
+    description = dataclasses.asdict(inspect_chunk(open_index(args), args.chunk_id, glyph_boxes=args.boxes))
     if args.json:
         print_json(description)
         return EXIT_OK
@@ -190,3 +188,23 @@ def run_show(args) -> int:
     print(description["text"])
     return EXIT_OK
 
+
+@command("fsck", "Check the live generation: checksums, counts, ids, every chunk and offset run.",
+         "spanindex fsck build/sample-index")
+def _fsck(p: argparse.ArgumentParser) -> None:
+    index_argument(p)
+    p.add_argument("--generation", help="check this generation instead of the live one")
+    p.set_defaults(run=run_fsck)
+
+
+def run_fsck(args) -> int:
+    from index.fsck import fsck
+
+    faults = fsck(args.index, args.generation)
+    for fault in faults:
+        print(f"FAULT {fault}")
+    if faults:
+        print(f"{len(faults)} fault(s)")
+        return EXIT_FAILURES
+    print("ok")
+    return EXIT_OK

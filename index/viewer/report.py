@@ -6,138 +6,26 @@ click opens the source at the highlight in a side panel (the cited PDF page
 with boxes over the glyphs, the HTML source with the span marked, or the
 text). Only cited pages are embedded, as data: URIs; the CSS and the one
 script are inline, and a CSP meta tag allows that script alone, by hash.
-The server renders the same claims with the same templates (``answer_views``),
-linking page images instead of embedding them.
+The server renders the same claims with the same templates
+(``index.viewer.claims``), linking page images instead of embedding them.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
-from dataclasses import dataclass
-from enum import StrEnum
+from collections.abc import Iterable
 from pathlib import Path
 from urllib.parse import quote as percent_encode
 
 from markupsafe import Markup
 
-from index.page_images import DEFAULT_ZOOM, render_page
 from index.reader import Index
-from index.records_io import to_json
-from index.source_view import labelled_ranges, marked_html
-from index.verify import summarize
-from index.views import PageView, SourceView, ViewBuilder, ViewKind
-from index.web.templating import asset, environment, script_hash
-from schemas.citations import Citation, ClaimRecord, ClaimVerdict, VerifySummary
-
-
-class ClaimState(StrEnum):
-    VERIFIED = "verified"
-    UNVERIFIED = "unverified"
-    ABSTENTION = "abstention"  # no support given: the model said it had no source
-    DROPPED = "dropped"  # removed from the answer by policy
-    INVALID = "invalid"
-
-
-_BADGES = {
-    ClaimState.VERIFIED: "",
-    ClaimState.UNVERIFIED: "unverified",
-    ClaimState.ABSTENTION: "abstention: no source given",
-    ClaimState.DROPPED: "dropped by policy",
-    ClaimState.INVALID: "invalid",
-}
-
-
-@dataclass(frozen=True, slots=True)
-class Marker:
-    """One citation of one claim: its number in the answer, popup text and source view."""
-
-    number: int
-    key: str  # the id of its view in the panel
-    citation: Citation
-    view: SourceView
-
-    @property
-    def verified(self) -> bool:
-        return self.citation.status.verified
-
-    @property
-    def quote(self) -> str:
-        return self.citation.quote if self.verified else self.citation.model_quote
-
-
-@dataclass(frozen=True, slots=True)
-class ClaimView:
-    record: ClaimRecord
-    state: ClaimState
-    badge: str
-    markers: tuple[Marker, ...]
-
-    @property
-    def failures(self) -> tuple[Marker, ...]:
-        return tuple(m for m in self.markers if not m.verified)
-
-
-@dataclass(frozen=True, slots=True)
-class AnswerView:
-    answer_id: str
-    claims: tuple[ClaimView, ...]
-    summary: VerifySummary
-
-
-@dataclass(frozen=True, slots=True)
-class Links:
-    """Where the page finds what it does not carry itself."""
-
-    page_image: Callable[[PageView], tuple[str, str]]  # (attribute, value) for the <img>
-    source_file: Callable[[str, int | None], str]  # the original file (PDF: at #page=N); "" for none
-    live_page: Callable[[str, str], str] | None = None  # (doc_id, locator) -> a page that honours it
-    chunk: Callable[[str], str] | None = None  # chunk id -> its inspector
-    shared_html: Callable[[str], str] | None = None  # doc_id -> key of the one marked copy of its page
-
-
-_VERDICT_STATES = {
-    ClaimVerdict.VERIFIED: ClaimState.VERIFIED,
-    ClaimVerdict.UNVERIFIED: ClaimState.UNVERIFIED,
-    ClaimVerdict.UNSUPPORTED: ClaimState.ABSTENTION,
-    ClaimVerdict.INVALID: ClaimState.INVALID,
-}
-
-
-def claim_state(record: ClaimRecord) -> ClaimState:
-    return ClaimState.DROPPED if record.dropped else _VERDICT_STATES[record.verdict]
-
-
-def answer_views(records: Iterable[ClaimRecord], views: ViewBuilder) -> list[AnswerView]:
-    """Records grouped by answer, in order; citations numbered through each answer."""
-    grouped: dict[str, list[ClaimRecord]] = {}
-    for record in records:
-        grouped.setdefault(record.answer_id, []).append(record)
-    answers = []
-    for a, (answer_id, answer_records) in enumerate(grouped.items()):
-        number, claims = 0, []
-        for record in answer_records:
-            markers = []
-            for citation in record.citations:
-                number += 1
-                markers.append(Marker(number, f"a{a}-c{number}", citation, views.citation(citation)))
-            state = claim_state(record)
-            badge = _BADGES[state]
-            if record.dropped:  # and what it was before the policy removed it
-                badge += " · " + (_BADGES[_VERDICT_STATES[record.verdict]] or "verified")
-            claims.append(ClaimView(record, state, badge, tuple(markers)))
-        answers.append(AnswerView(answer_id, tuple(claims), summarize(answer_records)))
-    return answers
-
-
-def page_views(answers: Iterable[AnswerView]) -> list[PageView]:
-    """Every page a report shows, once each."""
-    seen: dict[tuple[str, int], PageView] = {}
-    for answer in answers:
-        for claim in answer.claims:
-            for marker in claim.markers:
-                for page in marker.view.pages:
-                    seen.setdefault((page.doc_id, page.page), page)
-    return list(seen.values())
+from index.viewer.claims import AnswerView, Links, answer_views, page_views
+from index.viewer.marked_source import labelled_ranges, marked_html
+from index.viewer.page_images import DEFAULT_ZOOM, render_page
+from index.viewer.source_views import ViewBuilder, ViewKind
+from index.viewer.templating import asset, environment, script_hash
+from schemas.citations import ClaimRecord
+from schemas.record_json import to_json
 
 
 def render_report(

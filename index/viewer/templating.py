@@ -48,7 +48,7 @@ def script_json(value: object) -> Markup:
 @functools.lru_cache(maxsize=1)
 def environment() -> jinja2.Environment:
     env = jinja2.Environment(
-        loader=jinja2.PackageLoader("index.web", "templates"),
+        loader=jinja2.PackageLoader("index.viewer", "templates"),
         autoescape=True,
         undefined=jinja2.StrictUndefined,
         trim_blocks=True,
@@ -63,7 +63,7 @@ def environment() -> jinja2.Environment:
 @functools.cache
 def asset(name: str) -> str:
     """One of our own static files (viewer.css, viewer.js) as text."""
-    return (resources.files("index.web") / "static" / name).read_text(encoding="utf-8")
+    return (resources.files("index.viewer") / "static" / name).read_text(encoding="utf-8")
 
 
 def script_hash(script: str) -> str:

@@ -1,4 +1,8 @@
-"""Citation records as JSON Lines (what `verify` writes and `check` reads) and as W3C annotations."""
+"""Citation records as JSON Lines (what `verify` writes and `check` reads) and as W3C annotations.
+
+Records are written and read by the rule of ``schemas.json_schema``, and
+``record_json_schema()`` describes the lines that ``spanindex verify`` writes.
+"""
 
 from __future__ import annotations
 
@@ -8,17 +12,23 @@ import json
 import types
 import typing
 from collections.abc import Iterator
+from enum import StrEnum
 from pathlib import Path
 
-from schemas.citations import Citation, CitationStatus, ClaimRecord, ClaimVerdict
+from schemas.citations import Citation, ClaimRecord
 from schemas.errors import AnswerFormatError
+from schemas.json_schema import UNSET, field_types, json_schema_document, optional_vocabulary
 from schemas.records import Rect
 
 
 def to_json(value) -> object:
-    """Dataclasses, enums and tuples as plain JSON values."""
+    """Dataclasses, enums and tuples as plain JSON values (an unset optional vocabulary as "")."""
     if dataclasses.is_dataclass(value):
-        return {f.name: to_json(getattr(value, f.name)) for f in dataclasses.fields(value)}
+        unset = _unset_vocabularies(type(value))
+        return {
+            f.name: UNSET if f.name in unset and getattr(value, f.name) is None else to_json(getattr(value, f.name))
+            for f in dataclasses.fields(value)
+        }
     if isinstance(value, (list, tuple)):
         return [to_json(v) for v in value]
     if isinstance(value, dict):
@@ -31,8 +41,7 @@ def record_line(record: ClaimRecord) -> str:
 
 
 def citation_from_json(raw: dict) -> Citation:
-    fields = _checked_fields(Citation, raw, nested=("status", "rects"))
-    fields["status"] = CitationStatus(fields["status"])
+    fields = _checked_fields(Citation, raw, nested=("rects",))
     rects = fields.get("rects") or []
     if not isinstance(rects, list):
         raise TypeError(f"rects: expected a list, got {type(rects).__name__}")
@@ -41,13 +50,22 @@ def citation_from_json(raw: dict) -> Citation:
 
 
 def claim_record_from_json(raw: dict) -> ClaimRecord:
-    fields = _checked_fields(ClaimRecord, raw, nested=("verdict", "citations"))
-    fields["verdict"] = ClaimVerdict(fields["verdict"])
+    fields = _checked_fields(ClaimRecord, raw, nested=("citations",))
     citations = fields.get("citations") or []
     if not isinstance(citations, list):
         raise TypeError(f"citations: expected a list, got {type(citations).__name__}")
     fields["citations"] = tuple(citation_from_json(c) for c in citations)
     return ClaimRecord(**fields)
+
+
+@functools.cache
+def record_json_schema() -> dict:
+    """The JSON Schema of one line of `spanindex verify` output (a claim and its citations)."""
+    return json_schema_document(
+        ClaimRecord,
+        description="One line of `spanindex verify` output: a claim and its citations, each checked and located. "
+        "Offsets are Unicode code points (offset_unit), half-open; char_* are chunk-relative, doc_* document-absolute.",
+    )
 
 
 def _checked_fields(cls: type, raw: object, nested: tuple[str, ...] = ()) -> dict:
@@ -65,20 +83,43 @@ def _checked_fields(cls: type, raw: object, nested: tuple[str, ...] = ()) -> dic
             raise TypeError(f"{name}: expected {_type_names(hints[name])}, got {type(value).__name__} {value!r:.40}")
         if isinstance(value, bool) and bool not in hints[name]:  # JSON true is not an offset
             raise TypeError(f"{name}: expected {_type_names(hints[name])}, got a boolean")
+    for name, vocabulary in _vocabularies(cls).items():  # a value outside the vocabulary is a ValueError
+        if name in fields:
+            optional = name in _unset_vocabularies(cls)
+            fields[name] = None if optional and fields[name] in (UNSET, None) else vocabulary(fields[name])
     return fields
+
+
+@functools.cache
+def _vocabularies(cls: type) -> dict[str, type[StrEnum]]:
+    """Fields whose values come from a closed vocabulary, optional or not."""
+    out = {}
+    for name, hint in field_types(cls).items():
+        vocabulary = optional_vocabulary(hint) or (hint if isinstance(hint, type) and issubclass(hint, StrEnum) else None)
+        if vocabulary is not None:
+            out[name] = vocabulary
+    return out
+
+
+@functools.cache
+def _unset_vocabularies(cls: type) -> frozenset[str]:
+    """Fields typed ``SomeStrEnum | None``: "" in JSON while None."""
+    return frozenset(name for name, hint in field_types(cls).items() if optional_vocabulary(hint) is not None)
 
 
 @functools.cache
 def _json_types(cls: type) -> dict[str, tuple[type, ...]]:
     """Each field's declared type as the JSON value types that may carry it (a float may be written 3)."""
     out = {}
-    for name, hint in typing.get_type_hints(cls).items():
+    for name, hint in field_types(cls).items():
         args = typing.get_args(hint) if isinstance(hint, types.UnionType) else (hint,)
         accepted: list[type] = []
         for arg in args:
             origin = typing.get_origin(arg) or arg
+            if isinstance(origin, type) and issubclass(origin, StrEnum):
+                origin = str  # its value; checked against the vocabulary afterwards
             accepted += {float: [float, int], type(None): [type(None)], tuple: [list]}.get(origin, [origin])
-        out[name] = tuple(accepted)
+        out[name] = tuple(dict.fromkeys(accepted))
     return out
 
 

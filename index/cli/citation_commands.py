@@ -1,4 +1,4 @@
-"""Subcommands about citations: verify, resolve."""
+"""Subcommands about citations: verify a model's answer, resolve one quote, check stored records."""
 
 from __future__ import annotations
 
@@ -6,33 +6,33 @@ import argparse
 import json
 import sys
 
-from index.cli_registry import EXIT_FAILURES, EXIT_OK, command, print_json
+from index.cli.arguments import index_argument, min_quote_chars_option, open_index, records_argument
+from index.cli.registry import EXIT_FAILURES, EXIT_OK, command, print_json
 
 
 @command("verify", "Check every quote of a model's answer against the chunk it cites, and locate it.",
          "spanindex verify build/sample-index answer.json --policy mark -o records.jsonl")
 def _verify(p: argparse.ArgumentParser) -> None:
-    p.add_argument("index", help="index folder")
+    index_argument(p)
     p.add_argument("answer", help="answer JSON: {answer_id, claims: [{claim_id, text, support: [{chunk_id, quote}]}]}")
     p.add_argument("--policy", choices=["mark", "drop", "refuse"], default="mark",
                    help="mark failed claims (default), drop them, or refuse the whole answer (exit 1)")
     p.add_argument("-o", "--output", help="write the records here instead of standard output")
     p.add_argument("--format", choices=["jsonl", "w3c"], default="jsonl",
                    help="jsonl: one record per claim (default); w3c: one Web Annotation per verified citation")
-    p.add_argument("--min-quote-chars", type=int, default=12, help="shorter quotes prove nothing (default 12)")
+    min_quote_chars_option(p)
     p.set_defaults(run=run_verify)
 
 
 def run_verify(args) -> int:
-    import index
-    from index.answers import load_answer
-    from index.records_io import record_line, w3c_annotation
     from index.verify import verify_answer
+    from schemas.answer_json import load_answer
     from schemas.citations import Policy
+    from schemas.record_json import record_line, w3c_annotation
 
     answer = load_answer(args.answer)
     records, summary = verify_answer(
-        index.open(args.index), answer, policy=Policy(args.policy), min_quote_chars=args.min_quote_chars
+        open_index(args), answer, policy=Policy(args.policy), min_quote_chars=args.min_quote_chars
     )
     if args.format == "w3c":
         lines = [
@@ -72,44 +72,39 @@ def run_verify(args) -> int:
 @command("resolve", "Check one quote against one chunk and print its citation record.",
          'spanindex resolve build/sample-index "web/faq.html#tok:0" "a sentence quoted from it"')
 def _resolve(p: argparse.ArgumentParser) -> None:
-    p.add_argument("index", help="index folder")
+    index_argument(p)
     p.add_argument("chunk_id")
     p.add_argument("quote")
-    p.add_argument("--min-quote-chars", type=int, default=12)
+    min_quote_chars_option(p)
     p.set_defaults(run=run_resolve)
 
 
 def run_resolve(args) -> int:
-    import index
-    from index.records_io import to_json
     from index.verify import resolve
+    from schemas.record_json import to_json
 
-    citation = resolve(index.open(args.index), args.chunk_id, args.quote, min_quote_chars=args.min_quote_chars)
+    citation = resolve(open_index(args), args.chunk_id, args.quote, min_quote_chars=args.min_quote_chars)
     print_json(to_json(citation))
     return EXIT_OK if citation.status.verified else EXIT_FAILURES
-
-
-
 
 
 @command("check", "Sweep stored citation records after a reindex: ok, moved (repaired), changed, gone.",
          "spanindex check build/sample-index records.jsonl -o repaired.jsonl")
 def _check(p: argparse.ArgumentParser) -> None:
-    p.add_argument("index", help="index folder")
-    p.add_argument("records", help="citation records as `spanindex verify` writes them (JSON Lines)")
+    index_argument(p)
+    records_argument(p)
     p.add_argument("-o", "--output", help="write the checked records, moved ones repaired, here")
     p.add_argument("--strict", action="store_true", help="exit 1 unless every citation is ok or moved")
     p.set_defaults(run=run_check)
 
 
 def run_check(args) -> int:
-    import index
     from index.drift import check_records, summarize_drift
-    from index.records_io import read_records, record_line
+    from schemas.record_json import read_records, record_line
 
     parsed = list(read_records(args.records))
     bad_lines = [error for _, record, error in parsed if record is None]
-    checked = list(check_records(index.open(args.index), (r for _, r, _ in parsed if r is not None)))
+    checked = list(check_records(open_index(args), (r for _, r, _ in parsed if r is not None)))
     if args.output:
         with open(args.output, "w", encoding="utf-8") as out:
             for record in checked:
@@ -123,28 +118,6 @@ def run_check(args) -> int:
         print(f"skipped {error}", file=sys.stderr)
     for record in checked:
         for citation in record.citations:
-            if citation.drift not in ("", "ok", "moved"):
+            if citation.drift is not None and not citation.drift.holds:
                 print(f"  {record.claim_id} {citation.chunk_id}: {citation.drift}: {citation.drift_detail}")
-    failed = sum(v for k, v in summary.by_drift.items() if k not in ("ok", "moved")) + len(bad_lines)
-    return EXIT_FAILURES if args.strict and failed else EXIT_OK
-
-
-@command("fsck", "Check the live generation: checksums, counts, ids, every chunk and offset run.",
-         "spanindex fsck build/sample-index")
-def _fsck(p: argparse.ArgumentParser) -> None:
-    p.add_argument("index", help="index folder")
-    p.add_argument("--generation", help="check this generation instead of the live one")
-    p.set_defaults(run=run_fsck)
-
-
-def run_fsck(args) -> int:
-    from index.fsck import fsck
-
-    faults = fsck(args.index, args.generation)
-    for fault in faults:
-        print(f"FAULT {fault}")
-    if faults:
-        print(f"{len(faults)} fault(s)")
-        return EXIT_FAILURES
-    print("ok")
-    return EXIT_OK
+    return EXIT_FAILURES if args.strict and (summary.failed or bad_lines) else EXIT_OK

@@ -1,0 +1,40 @@
+"""The arguments several commands take, declared once so that every command spells,
+documents and defaults them alike; and opening the index a command names."""
+
+from __future__ import annotations
+
+import argparse
+
+
+def index_argument(p: argparse.ArgumentParser) -> None:
+    p.add_argument("index", help="index folder")
+
+
+def records_argument(p: argparse.ArgumentParser) -> None:
+    p.add_argument("records", help="citation records as `spanindex verify` writes them (JSON Lines)")
+
+
+def json_option(p: argparse.ArgumentParser, what: str = "the result") -> None:
+    p.add_argument("--json", action="store_true", help=f"print {what} as JSON")
+
+
+# The library's defaults (index.match.DEFAULT_MIN_QUOTE_CHARS, index.viewer.page_images.DEFAULT_ZOOM),
+# spelled here so that building the parser loads neither the matcher nor PyMuPDF; a test keeps them equal.
+MIN_QUOTE_CHARS = 12
+ZOOM = 1.5
+
+
+def min_quote_chars_option(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--min-quote-chars", type=int, default=MIN_QUOTE_CHARS,
+                   help=f"shorter quotes prove nothing (default {MIN_QUOTE_CHARS})")
+
+
+def zoom_option(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--zoom", type=float, default=ZOOM, help=f"page image scale, pixels per point (default {ZOOM:g})")
+
+
+def open_index(args: argparse.Namespace):
+    """The live generation of the index the command names (with the embedder ``main`` was given)."""
+    import index
+
+    return index.open(args.index, embedder=args.embedder)

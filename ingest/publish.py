@@ -1,0 +1,50 @@
+"""How the build puts files on disk: durably, atomically, and live only when complete.
+
+A reader never sees a half-written file: content-addressed files are written
+once through a temporary name, and a generation goes live by one atomic
+replacement of CURRENT (``schemas.layout`` names the files).
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from schemas.layout import IndexPaths
+
+
+def fsync_dir(path: Path) -> None:
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def fsync_file(path: Path) -> None:
+    with open(path, "rb") as f:
+        os.fsync(f.fileno())
+
+
+def atomic_write(path: Path, data: bytes) -> None:
+    """Write ``data`` so that ``path`` holds either the old or the new bytes, never a mixture."""
+    tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
+    with open(tmp, "wb") as f:
+        f.write(data)
+        f.flush()
+        os.fsync(f.fileno())
+    os.replace(tmp, path)
+    fsync_dir(path.parent)
+
+
+def write_once(path: Path, data: bytes) -> None:
+    """Content-addressed files: written once, atomically; an existing file is kept."""
+    if path.exists():
+        return
+    path.parent.mkdir(parents=True, exist_ok=True)
+    atomic_write(path, data)
+
+
+def publish(paths: IndexPaths, generation: str) -> None:
+    """Make ``generation`` the live one: one atomic rename of CURRENT."""
+    atomic_write(paths.current, (generation + "\n").encode("utf-8"))
