@@ -182,7 +182,7 @@ class RayExecutor:
                 if not window:
                     return
                 flight = window.popleft()
-                result = flight.result or self._finish(flight, timeout_s)
+                result = flight.result or self._finish(flight, window, timeout_s)
                 if result.files is not None:
                     store_document(settings.index_root, result.record, ray.get(flight.source), result.files)
                     result.files = None
@@ -210,12 +210,11 @@ class RayExecutor:
         shipped, expected, work = flight.call
         flight.task = self._parse.remote(self._board, flight.key, flight.job, flight.source, shipped, expected, work)
 
-    def _finish(self, flight: _Flight, timeout_s: float | None) -> DocResult:
+    def _finish(self, flight: _Flight, window: collections.deque[_Flight], timeout_s: float | None) -> DocResult:
         ray = self._ray
         while True:
-            if not self._wait(flight, timeout_s):
-                ray.cancel(flight.task, force=True)  # kills its worker process: a parser stuck in a loop stops
-                return timed_out_result(flight.job, timeout_s)
+            if not self._wait(flight, window, timeout_s):
+                return self._stop(flight, timeout_s)
             try:
                 return ray.get(flight.task)
             except _crash_errors(ray):
@@ -229,26 +228,48 @@ class RayExecutor:
                     raise ClusterError(cause.message) from None
                 raise ClusterError(f"the Ray task failed outside the parser: {cause!r}", doc_id=flight.job.doc_id) from exc
 
-    def _wait(self, flight: _Flight, timeout_s: float | None) -> bool:
-        """Until the task is done (True), or has run ``timeout_s`` since it started (False)."""
+    def _wait(self, flight: _Flight, window: collections.deque[_Flight], timeout_s: float | None) -> bool:
+        """Until ``flight``'s task is done (True), or has run ``timeout_s`` since it started (False).
+
+        Tasks behind it that overrun their time are stopped meanwhile: a younger task stuck
+        in a loop would otherwise hold the worker the one waited for needs.
+        """
         ray = self._ray
+        if timeout_s is None:
+            ray.wait([flight.task], timeout=None)
+            return True
         while True:
-            if timeout_s is None:
-                ready, _ = ray.wait([flight.task], timeout=None)
-                return True
-            if flight.started_at is None:
-                try:
-                    signed_in = ray.get(self._board.since.remote(flight.key))
-                except ray.exceptions.RayActorError as exc:
-                    raise ClusterError(f"the start board did not start: {_actor_failure(exc)}") from None
-                if signed_in is not None:  # a worker's clock: bounded by what the driver saw
-                    flight.started_at = min(time.time(), max(flight.submitted_at, signed_in))
-            left = POLL_S if flight.started_at is None else flight.started_at + timeout_s - time.time()
+            running = [f for f in (flight, *window) if f.result is None and f.task is not None]
+            self._learn_starts(running)
+            now = time.time()
+            for other in running[1:]:
+                if other.started_at is not None and now >= other.started_at + timeout_s:
+                    if not ray.wait([other.task], timeout=0)[0]:
+                        other.result = self._stop(other, timeout_s)
+            deadlines = [f.started_at + timeout_s for f in running if f.started_at is not None and f.result is None]
+            left = min([now + POLL_S, *deadlines]) - now
             ready, _ = ray.wait([flight.task], timeout=max(0.0, left))
             if ready:
                 return True
             if flight.started_at is not None and time.time() >= flight.started_at + timeout_s:
                 return False
+
+    def _learn_starts(self, flights: list[_Flight]) -> None:
+        """When the tasks that had not yet signed in on the start board started, if they have."""
+        waiting = [f for f in flights if f.started_at is None]
+        if not waiting:
+            return
+        try:
+            signed_in = self._ray.get(self._board.since.remote([f.key for f in waiting]))
+        except self._ray.exceptions.RayActorError as exc:
+            raise ClusterError(f"the start board did not start: {_actor_failure(exc)}") from None
+        for f in waiting:
+            if signed_in.get(f.key) is not None:  # a worker's clock: bounded by what the driver saw
+                f.started_at = min(time.time(), max(f.submitted_at, signed_in[f.key]))
+
+    def _stop(self, flight: _Flight, timeout_s: float) -> DocResult:
+        self._ray.cancel(flight.task, force=True)  # kills its worker process: a parser stuck in a loop stops
+        return timed_out_result(flight.job, timeout_s)
 
     # -- embedding -----------------------------------------------------------------------
 
@@ -294,11 +315,14 @@ def _crash_errors(ray) -> tuple[type[BaseException], ...]:
 
 
 class RayEmbedder:
-    """An ``Embedder`` whose batches are split over a pool of Ray actors."""
+    """An ``Embedder`` on a pool of Ray actors: a build's batches go to them in turn, two per
+    actor in flight (``embed_later``); ``embed`` splits one batch over all of them."""
 
     def __init__(self, ray, actors: list) -> None:
         self._ray = ray
         self.actors = actors
+        self.batches_ahead = 2 * len(actors)
+        self._turn = itertools.cycle(actors)
         try:
             identities = ray.get([actor.identity.remote() for actor in actors])
         except ray.exceptions.RayActorError as exc:
@@ -314,8 +338,20 @@ class RayEmbedder:
         size = -(-len(texts) // len(self.actors))
         pieces = [list(texts[i : i + size]) for i in range(0, len(texts), size)]
         calls = [actor.embed.remote(piece) for actor, piece in zip(self.actors, pieces)]
+        return _PendingVectors(self._ray, calls).result()
+
+    def embed_later(self, texts: Sequence[str]) -> _PendingVectors:
+        return _PendingVectors(self._ray, [next(self._turn).embed.remote(list(texts))])
+
+
+@dataclass(frozen=True, slots=True)
+class _PendingVectors:
+    _ray: object
+    calls: list
+
+    def result(self) -> np.ndarray:
         try:
-            return np.concatenate(self._ray.get(calls)).astype(np.float32, copy=False)
+            return np.concatenate(self._ray.get(self.calls)).astype(np.float32, copy=False)
         except self._ray.exceptions.RayError as exc:
             raise ClusterError(f"embedding failed on the cluster: {_actor_failure(exc)}") from None
 
@@ -337,8 +373,8 @@ class _StartBoard:
     def started(self, key: int, at: float) -> None:
         self._started[key] = at
 
-    def since(self, key: int) -> float | None:
-        return self._started.get(key)
+    def since(self, keys: list[int]) -> dict[int, float]:
+        return {key: self._started[key] for key in keys if key in self._started}
 
     def forget_below(self, key: int) -> None:
         self._started = {k: v for k, v in self._started.items() if k >= key}

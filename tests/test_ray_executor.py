@@ -7,9 +7,7 @@ Ray is not installed.
 
 from __future__ import annotations
 
-import os
 import socket
-import sys
 import time
 from pathlib import Path
 
@@ -28,31 +26,14 @@ from ingest.ray_executor import (
     _node_model,
     code_fingerprint,
 )
-from ingest.worker import FileJob, WorkerSettings, crashed_result, process_source, timed_out_result
+from ingest.worker import FileJob, WorkerSettings, crashed_result, timed_out_result
 from schemas.errors import ClusterError
 from schemas.records import ChunkerSettings, DocStatus, MediaType
 
+import doubles
 from conftest import SAMPLE_CORPUS
+from doubles import process_source_failing_on_marked_files as failing
 from ray_processes import ray_processes, wait_for_no_strays
-
-
-def crash_on_marked_files(job: FileJob, source: bytes):
-    """Dies like a native crash inside a parser on files named *crash*."""
-    if "crash" in job.doc_id:
-        os._exit(139)
-    return process_source(job, source)
-
-
-def hang_on_marked_files(job: FileJob, source: bytes):
-    """Never returns on files named *hang*, like a parser stuck in a loop."""
-    if "hang" in job.doc_id:
-        while True:
-            time.sleep(1)
-    return process_source(job, source)
-
-
-def refuse_this_node(job: FileJob, source: bytes):
-    raise ClusterError("node test-node runs another spanindex than the driver")
 
 
 def test_an_address_nothing_answers_at_is_refused_at_once_not_retried_forever():
@@ -81,7 +62,7 @@ def test_a_node_with_other_code_or_another_model_refuses_to_work():
 def executor():
     ray = pytest.importorskip("ray", reason="ray is not installed (pip install 'spanindex[ray]')")
     # Ray pickles functions by reference, and tests/ is not importable on Ray's workers.
-    ray.cloudpickle.register_pickle_by_value(sys.modules[__name__])
+    ray.cloudpickle.register_pickle_by_value(doubles)
     before = {p.pid for p in ray_processes()}
     with RayExecutor(RaySettings(num_cpus=2)) as running:
         started = {p.info["name"] for p in ray_processes() if p.pid not in before}
@@ -136,7 +117,7 @@ def test_ray_tasks_give_the_local_pools_results_and_store_the_same_files(executo
 def test_a_task_that_kills_its_worker_becomes_the_local_error_row_and_the_batch_carries_on(executor, tmp_path):
     names = ["a.md", "b-crash.md", "c.md", "d.md", "e-crash.md", "f.md"]
     jobs = _markdown_jobs(tmp_path / "c", names)
-    results = _process(jobs, tmp_path / "idx", 600, crash_on_marked_files)
+    results = _process(jobs, tmp_path / "idx", 600, failing)
     assert [r.doc_id for r in results] == names
     for job, result in zip(jobs, results):
         if "crash" in job.doc_id:
@@ -151,7 +132,7 @@ def test_a_task_that_hangs_is_stopped_at_the_doc_timeout_and_the_batch_carries_o
     names = ["a.md", "b-hang.md", "c.md", "d-hang.md", "e.md", "f.md"]
     jobs = _markdown_jobs(tmp_path / "c", names)
     started = time.perf_counter()
-    results = _process(jobs, tmp_path / "idx", 4, hang_on_marked_files)
+    results = _process(jobs, tmp_path / "idx", 4, failing)
     seconds = time.perf_counter() - started
     assert [r.doc_id for r in results] == names
     for job, result in zip(jobs, results):
@@ -169,9 +150,9 @@ def test_a_task_that_hangs_is_stopped_at_the_doc_timeout_and_the_batch_carries_o
 
 @pytest.mark.slow
 def test_a_task_that_finds_its_node_different_stops_the_build_with_the_nodes_reason(executor, tmp_path):
-    jobs = _markdown_jobs(tmp_path / "c", ["a.md", "b.md"])
+    jobs = _markdown_jobs(tmp_path / "c", ["a.md", "b-othernode.md"])
     with pytest.raises(ClusterError, match="runs another spanindex"):
-        _process(jobs, tmp_path / "idx", 60, refuse_this_node)
+        _process(jobs, tmp_path / "idx", 60, failing)
 
 
 @pytest.mark.slow
