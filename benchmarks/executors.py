@@ -38,14 +38,13 @@ else:
     executor = LocalExecutor()
 with executor:
     ready = time.perf_counter()
-    where = executor.describe()
     report = build_index(corpus, index_dir, BuildSettings(), embedder=embedder, executor=executor)
     built = time.perf_counter()
 stopped = time.perf_counter()
 with open("/proc/self/status") as status:
     peak_kb = next(int(line.split()[1]) for line in status if line.startswith("VmHWM:"))
 print("RESULT " + json.dumps(dict(
-    where=where, startup_s=ready - started, build_s=built - ready, stop_s=stopped - built,
+    where=report.executor, startup_s=ready - started, build_s=built - ready, stop_s=stopped - built,
     files=report.n_files, chunks=report.chunks, embedded=report.chunks_embedded, reused=report.chunks_reused,
     changed=report.changed, parse_s=report.parse_seconds, embed_s=report.embed_seconds,
     driver_peak_mb=peak_kb / 1024, worker_peak_mb=report.worker_peak_rss_mb)))

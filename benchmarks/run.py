@@ -44,6 +44,9 @@ def main() -> None:
         bench_reindex(corpus, index_dir, full_seconds, work, embedder)
         bench_chunk_stability()
         bench_large_text(work)
+        from benchmarks.executors import bench_executors
+
+        bench_executors(corpus, work, args.skip_model, report)
     finally:
         shutil.rmtree(work, ignore_errors=True)
     Path(args.output).parent.mkdir(parents=True, exist_ok=True)

@@ -6,7 +6,10 @@ driver killed with kill -9 runs its own. Nothing Ray started may be left running
 
 from __future__ import annotations
 
+import os
 import shutil
+import signal
+import socket
 import subprocess
 import sys
 import time
@@ -17,12 +20,12 @@ import pytest
 
 from index.fsck import fsck
 from index.store import Generation
-from ingest.build import BuildSettings, build_index
+from ingest.build import BuildSettings, build_index, discover
 from schemas.layout import IndexPaths, read_current
 from schemas.records import DocStatus, MediaType
 
 import doubles
-from conftest import ROOT, SAMPLE_CORPUS, SHARED_CORPUS, needs_shared_corpus
+from conftest import ROOT, SAMPLE_CORPUS, SHARED_CORPUS, needs_shared_corpus, spanindex_command
 from doubles import HashingEmbedder
 from ray_processes import descendants, kill_all, ray_processes, wait_for_no_strays
 
@@ -129,7 +132,7 @@ _DRIVER = """
 import sys
 sys.path.insert(0, {tests!r})
 import ray, doubles
-from ingest.build import BuildSettings, build_index
+from ingest.build import BuildSettings, build_index, discover
 from ingest.ray_executor import RayExecutor, RaySettings
 ray.cloudpickle.register_pickle_by_value(doubles)
 with RayExecutor(RaySettings(num_cpus=2)) as executor:
@@ -181,3 +184,67 @@ def test_a_ray_driver_killed_mid_build_leaves_the_previous_generation_serving_an
         kill_all([p for p in started if p.is_running()])
         time.sleep(1)
     assert not wait_for_no_strays(before, seconds=30)
+
+
+def _cli_env(**extra: str) -> dict[str, str]:
+    # The test embedder is shipped to Ray's actors, which import it from tests/ (on PYTHONPATH,
+    # inherited by the workers of the Ray instance the build starts).
+    return {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), str(ROOT / "tests")]), **extra}
+
+
+def test_the_cli_builds_on_a_ray_instance_of_its_own_and_leaves_no_process_behind(tmp_path):
+    pytest.importorskip("ray", reason="ray is not installed (pip install 'spanindex[ray]')")
+    before = {p.pid for p in ray_processes()}
+    done = subprocess.run(spanindex_command("build", SAMPLE_CORPUS, "--index", tmp_path / "idx", "--executor", "ray",
+                                            "--quiet", test_embedder=True),
+                          cwd=ROOT, env=_cli_env(), capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert "ran on a local Ray instance: 1 node" in done.stdout and "1 embedding actors" in done.stdout
+    assert fsck(tmp_path / "idx") == []
+    strays = wait_for_no_strays(before, seconds=30)
+    assert not strays, f"the build's Ray instance left processes running: {strays}"
+
+
+def _free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+def test_the_cli_joins_a_running_cluster_by_address_and_by_ray_client_and_leaves_it_running(tmp_path):
+    pytest.importorskip("ray", reason="ray is not installed (pip install 'spanindex[ray]')")
+    gcs_port, client_port = _free_port(), _free_port()
+    before = {p.pid for p in ray_processes()}
+    # A one-node cluster as `ray start` makes it; with --block it stops what it started on SIGTERM.
+    head = subprocess.Popen(
+        [str(Path(sys.executable).parent / "ray"), "start", "--head", "--block", "--num-cpus=2", f"--port={gcs_port}",
+         f"--ray-client-server-port={client_port}", "--include-dashboard=false", "--disable-usage-stats"],
+        env=_cli_env(), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    started = []
+    try:
+        for line in head.stdout:
+            if "Ray runtime started" in line:
+                break
+        else:
+            pytest.fail(f"ray start ended ({head.wait()})")
+        started = descendants(head.pid)
+        env = _cli_env(RAY_AUTH_MODE="token")  # Ray's clusters take a token; the driver sends it
+        for address, expect in ((f"127.0.0.1:{gcs_port}", "added"), (f"ray://127.0.0.1:{client_port}", "unchanged")):
+            done = subprocess.run(spanindex_command("build", SAMPLE_CORPUS, "--index", tmp_path / "idx", "--executor", "ray",
+                                                    "--ray-address", address, "--quiet", test_embedder=True),
+                                  cwd=ROOT, env=env, capture_output=True, text=True, timeout=600)
+            assert done.returncode == 0, done.stderr[-3000:]
+            assert f"ran on the Ray cluster at {address}" in done.stdout
+            assert f"{len(discover(SAMPLE_CORPUS)[0])} {expect}" in done.stdout, done.stdout
+            assert fsck(tmp_path / "idx") == []
+            assert head.poll() is None and all(p.is_running() for p in started if p.name() in ("raylet", "gcs_server")), \
+                "the build stopped the cluster it joined"
+    finally:
+        head.send_signal(signal.SIGTERM)
+        try:
+            head.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            head.kill()
+            head.wait()
+        left = [p for p in ray_processes() if p.pid not in before]
+        kill_all(left)  # what `ray start` did not stop (its agents, like an abrupt driver's)
