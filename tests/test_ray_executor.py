@@ -18,14 +18,8 @@ from ingest.build import discover
 from ingest.model import resolve_model
 from ingest.parse import media_type_of
 from ingest.pool import process_in_workers
-from ingest.ray_executor import (
-    NodeExpectations,
-    RayExecutor,
-    RaySettings,
-    _check_reachable,
-    _node_model,
-    code_fingerprint,
-)
+from ingest.ray_executor import RayExecutor, RaySettings, _check_reachable
+from ingest.ray_nodes import NodeExpectations, code_fingerprint, node_model
 from ingest.worker import FileJob, WorkerSettings, crashed_result, timed_out_result
 from schemas.errors import ClusterError
 from schemas.records import ChunkerSettings, DocStatus, MediaType
@@ -53,9 +47,9 @@ def test_a_node_with_other_code_or_another_model_refuses_to_work():
     model = resolve_model()
     same = NodeExpectations(code_fingerprint(), model.model_id, "")
     with pytest.raises(ClusterError, match="another spanindex or other parser libraries"):
-        _node_model(model, NodeExpectations("0" * 64, model.model_id, same.tokenizer_sha256))
+        node_model(model, NodeExpectations("0" * 64, model.model_id, same.tokenizer_sha256))
     with pytest.raises(ClusterError, match="has another sentence-transformers/all-MiniLM-L6-v2"):
-        _node_model(model, same)  # the tokenizer the driver has differs from this node's
+        node_model(model, same)  # the tokenizer the driver has differs from this node's
 
 
 @pytest.fixture(scope="module")
@@ -143,9 +137,9 @@ def test_a_task_that_hangs_is_stopped_at_the_doc_timeout_and_the_batch_carries_o
     assert seconds < 120, f"two 4 s timeouts took {seconds:.0f} s"
     # The cancelled tasks' worker processes were killed, not left looping.
     deadline = time.time() + 20
-    while time.time() < deadline and [p for p in ray_processes() if p.name() == "ray::_parse_remote"]:
+    while time.time() < deadline and [p for p in ray_processes() if p.name() == "ray::parse_remote"]:
         time.sleep(0.5)
-    assert not [p for p in ray_processes() if p.name() == "ray::_parse_remote"], "a hung task's worker survived"
+    assert not [p for p in ray_processes() if p.name() == "ray::parse_remote"], "a hung task's worker survived"
 
 
 @pytest.mark.slow
