@@ -86,6 +86,7 @@ class RayExecutor:
         self._parse = None
         self._actors: list = []
         self._keys = itertools.count()
+        self._signed_out: list[int] = []
 
     # -- the cluster ---------------------------------------------------------------------
 
@@ -171,8 +172,10 @@ class RayExecutor:
                 if result.files is not None:
                     store_document(settings.index_root, result.record, ray.get(flight.source), result.files)
                     result.files = None
-                if flight.key % 1024 == 0:
-                    self._board.forget_below.remote(flight.key)
+                self._signed_out.extend(flight.keys)
+                if len(self._signed_out) >= 256:  # the board forgets the tasks that are done
+                    self._board.forget.remote(self._signed_out)
+                    self._signed_out = []
                 yield result
         finally:
             for flight in window:  # the consumer stopped early (an error, an interrupt)
@@ -191,6 +194,7 @@ class RayExecutor:
 
     def _launch(self, flight: _Flight) -> None:
         flight.key = next(self._keys)
+        flight.keys.append(flight.key)
         flight.submitted_at, flight.started_at = time.time(), None
         shipped, expected, work = flight.call
         flight.task = self._parse.remote(self._board, flight.key, flight.job, flight.source, shipped, expected, work)
@@ -288,6 +292,7 @@ class _Flight:
     call: tuple = ()
     task: object = None  # the ObjectRef of the task's DocResult
     key: int = -1  # the task's entry on the start board
+    keys: list[int] = dataclasses.field(default_factory=list)  # every attempt's
     submitted_at: float = 0.0
     started_at: float | None = None
     attempts: int = 1

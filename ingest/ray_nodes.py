@@ -50,8 +50,9 @@ class StartBoard:
     def since(self, keys: list[int]) -> dict[int, float]:
         return {key: self._started[key] for key in keys if key in self._started}
 
-    def forget_below(self, key: int) -> None:
-        self._started = {k: v for k, v in self._started.items() if k >= key}
+    def forget(self, keys: list[int]) -> None:
+        for key in keys:
+            self._started.pop(key, None)
 
 
 _prepared: tuple | None = None
