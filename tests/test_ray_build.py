@@ -29,7 +29,7 @@ from conftest import ROOT, SAMPLE_CORPUS, SHARED_CORPUS, needs_shared_corpus, sp
 from doubles import HashingEmbedder
 from ray_processes import descendants, kill_all, ray_processes, wait_for_no_strays
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.spawns]  # a Ray instance: processes, and seconds to start
 
 TABLES = ("documents", "chunks", "pdf_chars", "pdf_pages", "html_map")
 

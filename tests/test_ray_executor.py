@@ -85,6 +85,7 @@ def _markdown_jobs(corpus: Path, names: list[str]) -> list[FileJob]:
 
 
 @pytest.mark.slow
+@pytest.mark.spawns
 def test_ray_tasks_give_the_local_pools_results_and_store_the_same_files(executor, tmp_path):
     files, _ = discover(SAMPLE_CORPUS)
     jobs = [FileJob(path, doc_id, media_type_of(doc_id), None) for doc_id, path in files]
@@ -108,6 +109,7 @@ def test_ray_tasks_give_the_local_pools_results_and_store_the_same_files(executo
 
 
 @pytest.mark.slow
+@pytest.mark.spawns
 def test_a_task_that_kills_its_worker_becomes_the_local_error_row_and_the_batch_carries_on(executor, tmp_path):
     names = ["a.md", "b-crash.md", "c.md", "d.md", "e-crash.md", "f.md"]
     jobs = _markdown_jobs(tmp_path / "c", names)
@@ -122,6 +124,7 @@ def test_a_task_that_kills_its_worker_becomes_the_local_error_row_and_the_batch_
 
 
 @pytest.mark.slow
+@pytest.mark.spawns
 def test_a_task_that_hangs_is_stopped_at_the_doc_timeout_and_the_batch_carries_on(executor, tmp_path):
     names = ["a.md", "b-hang.md", "c.md", "d-hang.md", "e.md", "f.md"]
     jobs = _markdown_jobs(tmp_path / "c", names)
@@ -143,6 +146,7 @@ def test_a_task_that_hangs_is_stopped_at_the_doc_timeout_and_the_batch_carries_o
 
 
 @pytest.mark.slow
+@pytest.mark.spawns
 def test_a_task_that_finds_its_node_different_stops_the_build_with_the_nodes_reason(executor, tmp_path):
     jobs = _markdown_jobs(tmp_path / "c", ["a.md", "b-othernode.md"])
     with pytest.raises(ClusterError, match="runs another spanindex"):
@@ -150,6 +154,7 @@ def test_a_task_that_finds_its_node_different_stops_the_build_with_the_nodes_rea
 
 
 @pytest.mark.slow
+@pytest.mark.spawns
 def test_embedding_actors_give_the_vectors_of_an_in_process_embedder(executor, real_embedder):
     import ray
 
