@@ -49,6 +49,9 @@ def main() -> None:
         bench_large_text(work)
         bench_throughput(args.skip_model)
         bench_ocr()
+        from benchmarks.executors import bench_executors
+
+        bench_executors(corpus, work, args.skip_model, report)
     finally:
         shutil.rmtree(work, ignore_errors=True)
     Path(args.output).parent.mkdir(parents=True, exist_ok=True)

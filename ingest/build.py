@@ -2,7 +2,9 @@
 
 Documents stream through: workers parse and chunk while this process embeds
 and writes, and at most a few documents per worker are in flight, so memory is
-bounded by the batch rather than the corpus. Against a live generation the
+bounded by the batch rather than the corpus. Where the workers and the
+embedder run is the executor's business (``ingest.executors``: this machine's
+process pool, or a Ray cluster); this process alone writes the index. Against a live generation the
 build is incremental: an unchanged file is carried over without parsing, and a
 chunk whose normalised text was embedded before is never embedded again.
 """
@@ -10,6 +12,7 @@ chunk whose normalised text was embedded before is never embedded again.
 from __future__ import annotations
 
 import collections
+import contextlib
 import dataclasses
 import os
 import shutil
@@ -21,6 +24,7 @@ from pathlib import Path
 import pyarrow.compute as pc
 
 from ingest.embed import Embedder, VectorQueue
+from ingest.executors import Executor, LocalExecutor
 from ingest.faiss_index import build_ann, check_factory, id_changes, plan_index, update_ann, update_reason
 from ingest.html_layout import LayoutError, LayoutStats, close_shared_browser, layout_engine
 from ingest.lock import BuildLock
@@ -28,7 +32,6 @@ from ingest.model import ModelInfo, resolve_model
 from ingest.ocr import describe, resolve_ocr
 from ingest.normalize import NORMALIZER_VERSION
 from ingest.parse import PARSER_VERSION, media_type_of
-from ingest.pool import process_in_workers
 from ingest.publish import fsync_dir, publish
 from ingest.retention import retire_generations
 from ingest.reuse import LiveGeneration, carry_over
@@ -49,14 +52,14 @@ class BuildSettings:
     embed_backend: EmbedBackend = EmbedBackend.TORCH  # what runs the model (see ingest.backends)
     device: Device = Device.AUTO  # where: CUDA when torch sees a GPU, else the CPU
     faiss_factory: str = AUTO_FACTORY  # exact search up to 50k vectors, an inverted file above
-    workers: int = 0  # 0: one per core; 1: everything in this process
+    workers: int = 0  # the local executor's: 0: one per core; 1: everything in this process
     full: bool = False  # ignore the live generation
     keep_generations: int = 3
     keep_texts: bool = False
     max_file_mb: int = MAX_FILE_MB  # over these limits (schemas.limits) a file is an error row
     max_pages: int = MAX_PDF_PAGES
     max_chars: int = MAX_DOC_CHARS
-    doc_timeout_s: float = 600.0  # per file, in worker processes; 0: none
+    doc_timeout_s: float = 600.0  # per file, counted from when its parsing starts; 0: none
     wait_for_lock: bool = False
     embed_batch: int = 256
     html_layout: bool = False  # lay HTML pages out in headless Chromium: boxes and hidden text
@@ -76,6 +79,7 @@ class Progress:
 @dataclass(slots=True)
 class BuildReport:
     generation: str
+    executor: str = ""  # where the work ran
     n_files: int = 0
     by_status: collections.Counter = field(default_factory=collections.Counter)
     failures: list[tuple[str, str, str]] = field(default_factory=list)  # doc_id, status, reason
@@ -132,8 +136,13 @@ def build_index(
     *,
     embedder: Embedder | None = None,
     progress: Callable[[Progress], None] | None = None,
+    executor: Executor | None = None,
 ) -> BuildReport:
     """Build (or incrementally rebuild) the index of ``corpus`` in ``index_dir``.
+
+    ``executor`` runs the parsing and the embedding (default: a ``LocalExecutor`` of
+    ``settings.workers`` processes, made and stopped here); ``embedder``, when given,
+    is run by it instead of the model.
 
     >>> report = build_index("sample_corpus", "build/sample-index")   # doctest: +SKIP
     >>> report.by_status["ok"] > 0                                     # doctest: +SKIP
@@ -143,18 +152,17 @@ def build_index(
     corpus, paths = Path(corpus), IndexPaths(Path(index_dir))
     paths.root.mkdir(parents=True, exist_ok=True)
     model = resolve_model(settings.model)
-    with BuildLock(paths.lock, wait=settings.wait_for_lock):
+    with BuildLock(paths.lock, wait=settings.wait_for_lock), contextlib.ExitStack() as stack:
         _remove_debris(paths)
-        if embedder is None:
-            from ingest.backends import make_embedder
-
-            embedder = make_embedder(model, settings.embed_backend, settings.device)
+        executor = executor or stack.enter_context(LocalExecutor(settings.workers))
+        embedder = stack.enter_context(
+            executor.embedding(model, embedder, settings.embed_backend, settings.device))
         check_factory(settings.faiss_factory, embedder.dim)
         ocr, ocr_skipped = resolve_ocr(settings.ocr)  # once per build, not per file
         settings = dataclasses.replace(settings, ocr=ocr)
         live, full_reason = LiveGeneration.open_compatible(paths, settings, embedder, NORMALIZER_VERSION)
         name = _next_generation_name(paths)
-        report = BuildReport(generation=name, full_reason=full_reason)
+        report = BuildReport(generation=name, executor=executor.describe(), full_reason=full_reason)
         if settings.html_layout:
             try:
                 report.html_layout = layout_engine()
@@ -166,7 +174,8 @@ def build_index(
         tmp_dir = paths.generations / f".{name}.tmp-{os.getpid()}"
         writer = GenerationWriter(tmp_dir, embedder.model_id, embedder.dim)
         try:
-            manifest = _write_generation(corpus, paths, settings, model, embedder, live, writer, report, progress)
+            manifest = _write_generation(corpus, paths, settings, model, executor, embedder, live, writer, report,
+                                         progress)
         except BaseException:
             writer.abort()
             shutil.rmtree(tmp_dir, ignore_errors=True)
@@ -182,7 +191,7 @@ def build_index(
     return report
 
 
-def _write_generation(corpus, paths, settings, model, embedder, live, writer, report, progress) -> Manifest:
+def _write_generation(corpus, paths, settings, model, executor, embedder, live, writer, report, progress) -> Manifest:
     files, report.skipped = discover(corpus)
     report.n_files = len(files)
     live_files = live.files if live else {}
@@ -198,8 +207,8 @@ def _write_generation(corpus, paths, settings, model, embedder, live, writer, re
         known_vectors=live.vectors if live else None,
     )
     files_sha: dict[str, str] = {}
-    for done, result in enumerate(_process_all(files, paths, settings, model, reusable, bool(report.html_layout)),
-                                  start=1):
+    for done, result in enumerate(_process_all(executor, files, paths, settings, model, reusable,
+                                               bool(report.html_layout)), start=1):
         if result.unchanged:
             record = carry_over(live, result.doc_id, writer, vectors)
             report.unchanged += 1
@@ -293,9 +302,9 @@ def _vector_index(vectors, settings: BuildSettings, live, queue, report: BuildRe
     return index, ann, warning
 
 
-def _process_all(files, paths, settings: BuildSettings, model: ModelInfo, live_files,
+def _process_all(executor: Executor, files, paths, settings: BuildSettings, model: ModelInfo, live_files,
                  html_layout: bool) -> Iterator[DocResult]:
-    """Results in file order; parsing (and the layout of HTML pages) runs ahead in worker processes."""
+    """Results in file order; parsing (and the layout of HTML pages) runs ahead, where the executor runs it."""
     worker_settings = WorkerSettings(
         model=model,
         chunker=settings.chunker,
@@ -307,8 +316,7 @@ def _process_all(files, paths, settings: BuildSettings, model: ModelInfo, live_f
         ocr=settings.ocr,
     )
     jobs = [FileJob(path, doc_id, media_type_of(doc_id), live_files.get(doc_id)) for doc_id, path in files]
-    workers = settings.workers or os.cpu_count() or 1
-    return process_in_workers(jobs, worker_settings, workers, timeout_s=settings.doc_timeout_s or None)
+    return executor.process(jobs, worker_settings, settings.doc_timeout_s or None)
 
 
 def _next_generation_name(paths: IndexPaths) -> str:

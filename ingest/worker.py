@@ -3,6 +3,11 @@
 Workers never load torch: they need PyMuPDF, the HTML parser and the model's
 tokenizer only. What they return is compact (Arrow tables, not Python
 objects per glyph) so that shipping it to the embedding process is cheap.
+
+A worker on this machine reads the file and writes its text and source into
+the index folder itself. A worker with no index folder (``index_root=None``,
+on another machine) is handed the bytes and returns the files in its result,
+for the one process that writes the index to store (``store_document``).
 """
 
 from __future__ import annotations
@@ -43,7 +48,7 @@ if TYPE_CHECKING:
 class WorkerSettings:
     model: ModelInfo
     chunker: ChunkerSettings
-    index_root: Path
+    index_root: Path | None  # None: the result carries the files to store (a worker with no index folder)
     max_file_bytes: int
     max_pages: int = MAX_PDF_PAGES
     max_chars: int = MAX_DOC_CHARS
@@ -59,6 +64,15 @@ class FileJob:
     live_sha256: str | None  # the file's hash in the live generation, if it is there
 
 
+@dataclass(frozen=True, slots=True, eq=False)
+class DocumentFiles:
+    """What one document adds to the index's texts/ and sources/ (content-addressed, written once)."""
+
+    text: bytes  # the document text, UTF-8
+    source_suffix: str
+    decoded_source: bytes | None = None  # HTML: the decoded source its map indexes, UTF-8
+
+
 @dataclass(slots=True, eq=False)
 class DocResult:
     doc_id: str
@@ -70,6 +84,7 @@ class DocResult:
     peak_rss_kb: int = 0  # the worker process's peak resident memory so far (0 where unknown)
     internal_error: str = ""  # traceback of an unexpected failure (a bug, not bad input)
     layout: LayoutStats | None = None  # HTML laid out by the browser (--html-layout)
+    files: DocumentFiles | None = None  # to store, when the worker had no index folder
 
     @property
     def unchanged(self) -> bool:
@@ -88,10 +103,19 @@ def init_worker(settings: WorkerSettings) -> None:
 
 def process_file(job: FileJob) -> DocResult:
     """Everything about one file that does not need the model, as one result."""
+    return _guarded(job, lambda settings: _process(job, settings))
+
+
+def process_source(job: FileJob, source: bytes) -> DocResult:
+    """``process_file`` for bytes read by another process, perhaps on another machine."""
+    return _guarded(job, lambda settings: _process_source(job, source, settings))
+
+
+def _guarded(job: FileJob, work) -> DocResult:
     assert _settings is not None, "init_worker was not called"
     started = time.perf_counter()
     try:
-        result = _process(job, _settings)
+        result = work(_settings)
     except Exception as exc:  # a parser bug must not end the batch; the traceback is kept
         record = _error_record(job, f"internal error while parsing: {type(exc).__name__}: {exc}")
         result = DocResult(job.doc_id, record, internal_error=traceback.format_exc())
@@ -138,18 +162,29 @@ def _error_record(job: FileJob, reason: str) -> DocumentRecord:
     )
 
 
-def _process(job: FileJob, settings: WorkerSettings) -> DocResult:
+def read_source(job: FileJob, max_file_bytes: int) -> bytes | DocResult:
+    """The file's bytes; or its result when they need no parsing (too large, unreadable, unchanged)."""
     try:
         size = job.path.stat().st_size
-        if size > settings.max_file_bytes:  # refused unread: a huge file never reaches memory
-            reason = f"file too large: {size:,} bytes, the limit is {settings.max_file_bytes:,} (--max-file-mb)"
+        if size > max_file_bytes:  # refused unread: a huge file never reaches memory
+            reason = f"file too large: {size:,} bytes, the limit is {max_file_bytes:,} (--max-file-mb)"
             return DocResult(job.doc_id, _error_record(job, reason))
         source = job.path.read_bytes()
     except OSError as exc:
         return DocResult(job.doc_id, _error_record(job, f"cannot read the file: {exc.strerror or exc}"))
     if job.live_sha256 is not None and hashlib.sha256(source).hexdigest() == job.live_sha256:
         return DocResult(job.doc_id, None)
+    return source
 
+
+def _process(job: FileJob, settings: WorkerSettings) -> DocResult:
+    source = read_source(job, settings.max_file_bytes)
+    if isinstance(source, DocResult):
+        return source
+    return _process_source(job, source, settings)
+
+
+def _process_source(job: FileJob, source: bytes, settings: WorkerSettings) -> DocResult:
     limits = DocumentLimits(settings.max_file_bytes, settings.max_pages, settings.max_chars)
     outcome = parse_document(source, job.doc_id, job.media_type, limits, settings.ocr)
     record, parsed = outcome.record, outcome.parsed
@@ -178,7 +213,14 @@ def _process(job: FileJob, settings: WorkerSettings) -> DocResult:
     chunks = make_chunks(parsed, spans)
     if layout is not None:
         chunks = _layout_pages(chunks, layout)
-    _store(settings.index_root, job, source, record, parsed)
+    files = DocumentFiles(
+        text=parsed.text.encode("utf-8"),
+        source_suffix=job.path.suffix,
+        decoded_source=None if parsed.decoded_source is None else parsed.decoded_source.encode("utf-8"),
+    )
+    if settings.index_root is not None:
+        store_document(settings.index_root, record, source, files)
+        files = None
     n_hidden = sum(run.end - run.start for run in parsed.hidden_runs)
     record = dataclasses.replace(record, n_chunks=len(chunks), n_hidden_chars=n_hidden)
     return DocResult(
@@ -188,6 +230,7 @@ def _process(job: FileJob, settings: WorkerSettings) -> DocResult:
         embed_texts=[s.embed_text for s in spans],
         tables=tables,
         layout=stats,
+        files=files,
     )
 
 
@@ -225,13 +268,13 @@ def _map_tables(parsed: ParsedDocument) -> dict[str, pa.Table]:
     return tables
 
 
-def _store(root: Path, job: FileJob, source: bytes, record: DocumentRecord, parsed: ParsedDocument) -> None:
+def store_document(root: Path, record: DocumentRecord, source: bytes, files: DocumentFiles) -> None:
     """Texts and sources are content-addressed and shared by generations: write once."""
     paths = IndexPaths(root)
-    write_once(paths.text(record.doc_version), parsed.text.encode("utf-8"))
-    write_once(paths.source(record.source_sha256, job.path.suffix), source)
-    if parsed.decoded_source is not None:
-        write_once(paths.decoded_source(record.source_sha256), parsed.decoded_source.encode("utf-8"))
+    write_once(paths.text(record.doc_version), files.text)
+    write_once(paths.source(record.source_sha256, files.source_suffix), source)
+    if files.decoded_source is not None:
+        write_once(paths.decoded_source(record.source_sha256), files.decoded_source)
 
 
 _SURROGATE = re.compile("[\ud800-\udfff]")

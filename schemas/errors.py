@@ -83,3 +83,7 @@ class AnswerFormatError(SpanindexError):
 
 class OcrError(SpanindexError):
     """Tesseract is missing, cannot read the asked languages, or failed on a page."""
+
+
+class ClusterError(SpanindexError):
+    """A cluster cannot run the build: Ray is missing, or a node runs other code or another model."""

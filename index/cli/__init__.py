@@ -13,8 +13,8 @@ from schemas.errors import AnswerFormatError, IndexLockedError, SpanindexError
 
 
 def main(argv: list[str] | None = None, *, embedder: Embedder | None = None) -> int:
-    """Run one command; the exit code. ``embedder``: for an index built with an embedder of
-    your own (or a test double), which the commands that search then use."""
+    """Run one command; the exit code. ``embedder``: an embedder of your own (or a test
+    double) that ``build`` embeds with and the commands that search then use."""
     parser = build_parser()
     args = parser.parse_args(argv)
     args.embedder = embedder

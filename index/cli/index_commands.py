@@ -16,7 +16,8 @@ from schemas.limits import MAX_DOC_CHARS, MAX_FILE_MB, MAX_PDF_PAGES
 OFFERED_BACKENDS = ["torch", "onnx"]
 
 
-@command("build", "Build or update the index of a corpus folder.", "spanindex build sample_corpus --index build/sample-index")
+@command("build", "Build or update the index of a corpus folder, on this machine or a Ray cluster.",
+         "spanindex build sample_corpus --index build/sample-index")
 def _build(p: argparse.ArgumentParser) -> None:
     p.add_argument("corpus", help="folder of PDF, HTML, Markdown and text files")
     p.add_argument("--index", required=True, help="index folder (created if missing)")
@@ -31,7 +32,15 @@ def _build(p: argparse.ArgumentParser) -> None:
     p.add_argument("--faiss-factory", default="auto",
                    help="vector index: auto (default: exact up to 50k chunks, IVF{n},SQ8 above), "
                         "or a FAISS index_factory string such as Flat, IVF1024,Flat or HNSW32")
-    p.add_argument("--workers", type=int, default=0, help="parser processes (default: one per core)")
+    p.add_argument("--workers", type=int, default=0, help="local parser processes (default: one per core)")
+    p.add_argument("--executor", choices=["local", "ray"], default="local",
+                   help="where files are parsed and embedded: this machine's processes (default), or Ray")
+    p.add_argument("--ray-address", metavar="ADDRESS",
+                   help="the Ray cluster to join: auto, HOST:PORT or ray://HOST:PORT "
+                        "(default: start Ray on this machine for the build and stop it after)")
+    p.add_argument("--embed-actors", type=int, default=0, metavar="N",
+                   help="Ray actors that embed, each loading the model once "
+                        "(default: one per GPU of the cluster, or one on a CPU)")
     p.add_argument("--full", action="store_true", help="rebuild from scratch instead of reusing unchanged documents")
     p.add_argument("--keep", type=int, default=3, help="generations to keep (default 3)")
     p.add_argument("--keep-texts", action="store_true", help="keep every document text ever indexed")
@@ -96,7 +105,9 @@ def run_build(args) -> int:
         bar.set_postfix_str(event.doc_id[-40:], refresh=False)
         bar.update(1)
 
-    report = build_index(args.corpus, args.index, settings, embedder=args.embedder, progress=progress)
+    with _executor(args) as executor:
+        report = build_index(args.corpus, args.index, settings, progress=progress, embedder=args.embedder,
+                             executor=executor)
     if bar is not None:
         bar.close()
     statuses = ", ".join(f"{k} {v}" for k, v in sorted(report.by_status.items()))
@@ -106,6 +117,8 @@ def run_build(args) -> int:
         f"{report.unchanged} unchanged"
     )
     print(f"  chunks: {report.chunks} ({report.chunks_embedded} embedded, {report.chunks_reused} reused)")
+    if args.executor != "local":
+        print(f"  ran on {report.executor}")
     if report.full_reason and report.full_reason != "new index":
         print(f"  full build: {report.full_reason}")
     if report.ann_updated:
@@ -146,6 +159,19 @@ def run_build(args) -> int:
         for doc_id, trace in report.internal_errors:
             print(f"--- internal error in {doc_id}:\n{trace}", file=sys.stderr)
     return EXIT_FAILURES if args.strict and report.failures else EXIT_OK
+
+
+def _executor(args):
+    from ingest.executors import LocalExecutor
+    from schemas.errors import SpanindexError
+
+    if args.executor == "local":
+        if args.ray_address or args.embed_actors:
+            raise SpanindexError("--ray-address and --embed-actors need --executor ray")
+        return LocalExecutor(args.workers)
+    from ingest.ray_executor import RayExecutor, RaySettings
+
+    return RayExecutor(RaySettings(address=args.ray_address, embed_actors=args.embed_actors))
 
 
 @command("search", "Retrieve the chunks that best match a query, with their exact spans.",
