@@ -10,6 +10,7 @@ chunk whose normalised text was embedded before is never embedded again.
 from __future__ import annotations
 
 import collections
+import contextlib
 import os
 import shutil
 import time
@@ -17,6 +18,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ingest.corpus import CorpusFile, SkippedFile, discover
 from ingest.embed import Embedder, VectorQueue
 from ingest.faiss_index import build_faiss, check_factory
 from ingest.lock import BuildLock
@@ -24,11 +26,12 @@ from ingest.model import ModelInfo, resolve_model
 from ingest.normalize import NORMALIZER_VERSION
 from ingest.parse import PARSER_VERSION, media_type_of
 from ingest.pool import process_in_workers
-from ingest.publish import fsync_dir, publish
-from ingest.retention import retire_generations
+from ingest.publish import fsync_dir, publish, write_failure
+from ingest.retention import collect_garbage, retire_generations
 from ingest.reuse import LiveGeneration, carry_over
 from ingest.worker import DocResult, FileJob, WorkerSettings
 from ingest.write import GenerationWriter
+from schemas.errors import CorpusError
 from schemas.layout import IndexPaths, read_current
 from schemas.records import ChunkerSettings, DocStatus, Manifest
 from schemas.tables import FORMAT_VERSION
@@ -47,6 +50,7 @@ class BuildSettings:
     doc_timeout_s: float = 600.0  # per file, in worker processes; 0: none
     wait_for_lock: bool = False
     embed_batch: int = 256
+    follow_symlinks: bool = False  # follow links whose target lies outside the corpus folder
 
 
 @dataclass(frozen=True, slots=True)
@@ -66,7 +70,7 @@ class BuildReport:
     by_status: collections.Counter = field(default_factory=collections.Counter)
     failures: list[tuple[str, str, str]] = field(default_factory=list)  # doc_id, status, reason
     internal_errors: list[tuple[str, str]] = field(default_factory=list)  # doc_id, traceback
-    skipped: list[str] = field(default_factory=list)  # files of unknown type
+    skipped: list[SkippedFile] = field(default_factory=list)  # files that are not documents, and why
     warned: list[tuple[str, str]] = field(default_factory=list)  # doc_id, what was recovered from
     added: int = 0
     changed: int = 0
@@ -81,24 +85,6 @@ class BuildReport:
     worker_peak_rss_mb: float = 0.0  # the largest parsing process's peak memory
     embed_seconds: float = 0.0
     warnings: list[str] = field(default_factory=list)
-
-
-def discover(corpus: Path) -> tuple[list[tuple[str, Path]], list[str]]:
-    """(doc_id, path) of every supported file, sorted; and the doc ids of the others.
-
-    doc_id is the POSIX path relative to the corpus root. Hidden files and folders
-    (names starting with '.') are not part of the corpus.
-    """
-    found, skipped = [], []
-    for dirpath, dirnames, filenames in os.walk(corpus):
-        dirnames[:] = sorted(d for d in dirnames if not d.startswith("."))
-        for name in sorted(filenames):
-            if name.startswith("."):
-                continue
-            path = Path(dirpath) / name
-            doc_id = path.relative_to(corpus).as_posix()
-            (found if media_type_of(doc_id) else skipped).append((doc_id, path))
-    return sorted(found), sorted(d for d, _ in skipped)
 
 
 def build_index(
@@ -117,37 +103,81 @@ def build_index(
     """
     started = time.perf_counter()
     corpus, paths = Path(corpus), IndexPaths(Path(index_dir))
-    paths.root.mkdir(parents=True, exist_ok=True)
+    if not corpus.is_dir():  # before the index is touched: a mistyped corpus must not publish an empty index
+        raise CorpusError(f"{corpus}: {'not a folder' if corpus.exists() else 'no such folder'}")
+    with _writing(paths):
+        paths.root.mkdir(parents=True, exist_ok=True)
     model = resolve_model(settings.model)
-    with BuildLock(paths.lock, wait=settings.wait_for_lock):
-        _remove_debris(paths)
+    with contextlib.ExitStack() as held:
+        with _writing(paths):
+            held.enter_context(BuildLock(paths.lock, wait=settings.wait_for_lock))
+            _remove_debris(paths)
         if embedder is None:
             from ingest.embed import SentenceTransformerEmbedder
 
             embedder = SentenceTransformerEmbedder(model)
         check_factory(settings.faiss_factory, embedder.dim)
-        live, full_reason = LiveGeneration.open_compatible(paths, settings, embedder, NORMALIZER_VERSION)
-        name = _next_generation_name(paths)
-        report = BuildReport(generation=name, full_reason=full_reason)
-        tmp_dir = paths.generations / f".{name}.tmp-{os.getpid()}"
-        writer = GenerationWriter(tmp_dir, embedder.model_id, embedder.dim)
-        try:
-            manifest = _write_generation(corpus, paths, settings, model, embedder, live, writer, report, progress)
-        except BaseException:
-            writer.abort()
-            shutil.rmtree(tmp_dir, ignore_errors=True)
-            raise
-        os.rename(tmp_dir, paths.generation(name))
-        fsync_dir(paths.generations)
-        publish(paths, name)
-        retire_generations(paths, keep=settings.keep_generations, keep_texts=settings.keep_texts)
-        report.warnings.extend(manifest.warnings)
+        with _writing(paths):
+            report = _build_locked(corpus, paths, settings, model, embedder, progress)
     report.seconds = time.perf_counter() - started
     return report
 
 
+def _build_locked(corpus, paths, settings, model, embedder, progress) -> BuildReport:
+    """Write a generation beside the live one, publish it, retire old ones (the lock is held)."""
+    live, full_reason = LiveGeneration.open_compatible(paths, settings, embedder, NORMALIZER_VERSION)
+    name = _next_generation_name(paths)
+    report = BuildReport(generation=name, full_reason=full_reason)
+    tmp_dir = paths.generations / f".{name}.tmp-{os.getpid()}"
+    writer = GenerationWriter(tmp_dir, embedder.model_id, embedder.dim)
+    try:
+        manifest = _write_generation(corpus, paths, settings, model, embedder, live, writer, report, progress)
+        os.rename(tmp_dir, paths.generation(name))
+        fsync_dir(paths.generations)
+        publish(paths, name)
+    except BaseException:
+        writer.abort()
+        shutil.rmtree(tmp_dir, ignore_errors=True)
+        if read_current(paths) != name:  # written but not published: it takes space and will never serve
+            shutil.rmtree(paths.generation(name), ignore_errors=True)
+            _give_back_space(paths, settings)
+        raise
+    report.warnings.extend(manifest.warnings)
+    try:
+        retire_generations(paths, keep=settings.keep_generations, keep_texts=settings.keep_texts)
+    except OSError as exc:  # published: the next build retires what this one could not
+        report.warnings.append(f"old generations not retired: {exc.strerror or exc}")
+    return report
+
+
+def _give_back_space(paths: IndexPaths, settings: BuildSettings) -> None:
+    """Texts and sources this build stored for a generation that will never serve (a full disk needs them gone)."""
+    try:
+        collect_garbage(paths, keep_texts=settings.keep_texts)
+    except OSError:
+        pass  # the next build collects them
+
+
+@contextlib.contextmanager
+def _writing(paths: IndexPaths) -> Iterator[None]:
+    """An OS error while the index is written is the index's: one clear error, naming what still serves."""
+    try:
+        yield
+    except OSError as exc:
+        try:
+            live = read_current(paths)
+        except OSError:
+            live = None
+        raise write_failure(paths, _os_reason(exc), live) from None
+
+
+def _os_reason(exc: OSError) -> str:
+    return f"{exc.strerror or exc}{f' ({exc.filename})' if exc.filename else ''}"
+
+
 def _write_generation(corpus, paths, settings, model, embedder, live, writer, report, progress) -> Manifest:
-    files, report.skipped = discover(corpus)
+    found = discover(corpus, follow_symlinks=settings.follow_symlinks)
+    files, report.skipped = found.files, found.skipped
     report.n_files = len(files)
     live_files = live.files if live else {}
     vectors = VectorQueue(
@@ -158,34 +188,39 @@ def _write_generation(corpus, paths, settings, model, embedder, live, writer, re
         known_vectors=live.vectors if live else None,
     )
     files_sha: dict[str, str] = {}
-    for done, result in enumerate(_process_all(files, paths, settings, model, live_files), start=1):
-        if result.unchanged:
-            record = carry_over(live, result.doc_id, writer, vectors)
-            report.unchanged += 1
-        else:
-            record = result.record
-            if result.doc_id in live_files:
-                report.changed += 1
+    corpus_root = None if settings.follow_symlinks else found.root
+    # Closed on the way out: a build that stops (a full disk) does not wait for the files in flight.
+    with contextlib.closing(_process_all(files, corpus_root, paths, settings, model, live_files)) as results:
+        for done, result in enumerate(results, start=1):
+            if result.unchanged:
+                record = carry_over(live, result.doc_id, writer, vectors)
+                report.unchanged += 1
             else:
-                report.added += 1
-            for table_name, rows in result.tables.items():
-                writer.add_rows(table_name, rows)
-            if result.chunks is not None:
-                writer.add_rows("chunks", vectors.assign(result.chunks, result.embed_texts))
-            if result.internal_error:
-                report.internal_errors.append((result.doc_id, result.internal_error))
-            report.parse_seconds += result.seconds
-            report.worker_peak_rss_mb = max(report.worker_peak_rss_mb, result.peak_rss_kb / 1024)
-        writer.add_document(record)
-        files_sha[record.doc_id] = record.source_sha256
-        report.by_status[record.status.value] += 1
-        report.chunks += record.n_chunks
-        if record.status is not DocStatus.OK:
-            report.failures.append((record.doc_id, record.status.value, record.error))
-        elif record.warning:
-            report.warned.append((record.doc_id, record.warning))
-        if progress:
-            progress(Progress(done, len(files), result.doc_id, "unchanged" if result.unchanged else record.status.value))
+                if result.write_error:
+                    raise write_failure(paths, result.write_error, read_current(paths))
+                record = result.record
+                if result.doc_id in live_files:
+                    report.changed += 1
+                else:
+                    report.added += 1
+                for table_name, rows in result.tables.items():
+                    writer.add_rows(table_name, rows)
+                if result.chunks is not None:
+                    writer.add_rows("chunks", vectors.assign(result.chunks, result.embed_texts))
+                if result.internal_error:
+                    report.internal_errors.append((result.doc_id, result.internal_error))
+                report.parse_seconds += result.seconds
+                report.worker_peak_rss_mb = max(report.worker_peak_rss_mb, result.peak_rss_kb / 1024)
+            writer.add_document(record)
+            files_sha[record.doc_id] = record.source_sha256
+            report.by_status[record.status.value] += 1
+            report.chunks += record.n_chunks
+            if record.status is not DocStatus.OK:
+                report.failures.append((record.doc_id, record.status.value, record.error))
+            elif record.warning:
+                report.warned.append((record.doc_id, record.warning))
+            if progress:
+                progress(Progress(done, len(files), result.doc_id, "unchanged" if result.unchanged else record.status.value))
     vectors.flush()
     report.removed = len(set(live_files) - set(files_sha))
     report.chunks_embedded, report.chunks_reused = vectors.embedded, vectors.reused
@@ -212,15 +247,17 @@ def _write_generation(corpus, paths, settings, model, embedder, live, writer, re
     return writer.finish(manifest, faiss_index)
 
 
-def _process_all(files, paths, settings: BuildSettings, model: ModelInfo, live_files) -> Iterator[DocResult]:
+def _process_all(files: list[CorpusFile], corpus_root: str | None, paths, settings: BuildSettings, model: ModelInfo,
+                 live_files) -> Iterator[DocResult]:
     """Results in file order; parsing runs ahead in worker processes."""
     worker_settings = WorkerSettings(
         model=model,
         chunker=settings.chunker,
         index_root=paths.root,
         max_file_bytes=settings.max_file_mb * 1024 * 1024,
+        corpus_root=corpus_root,
     )
-    jobs = [FileJob(path, doc_id, media_type_of(doc_id), live_files.get(doc_id)) for doc_id, path in files]
+    jobs = [FileJob(f.path, f.doc_id, media_type_of(f.doc_id), live_files.get(f.doc_id), f.id_note) for f in files]
     workers = settings.workers or os.cpu_count() or 1
     return process_in_workers(jobs, worker_settings, workers, timeout_s=settings.doc_timeout_s or None)
 

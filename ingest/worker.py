@@ -18,9 +18,11 @@ from pathlib import Path
 import pyarrow as pa
 
 from ingest.chunker import chunk_spans, make_chunks
+from ingest.corpus import NotReadable, read_corpus_file
 from ingest.model import ModelInfo, load_tokenizer
 from ingest.parse import parse_document
 from ingest.publish import write_once
+from schemas.errors import IndexWriteError
 from schemas.layout import IndexPaths
 from schemas.records import ChunkerSettings, DocStatus, DocumentRecord, MediaType, ParsedDocument
 from schemas.tables import chunks_table, html_map_table, pdf_chars_table, pdf_pages_table
@@ -32,6 +34,7 @@ class WorkerSettings:
     chunker: ChunkerSettings
     index_root: Path
     max_file_bytes: int
+    corpus_root: str | None = None  # resolved; a file must lie inside it (None: --follow-symlinks)
 
 
 @dataclass(frozen=True, slots=True)
@@ -40,6 +43,7 @@ class FileJob:
     doc_id: str
     media_type: MediaType
     live_sha256: str | None  # the file's hash in the live generation, if it is there
+    id_note: str = ""  # why doc_id is not the file's name as it is (ingest.corpus.safe_doc_id)
 
 
 @dataclass(slots=True, eq=False)
@@ -52,6 +56,7 @@ class DocResult:
     seconds: float = 0.0
     peak_rss_kb: int = 0  # the worker process's peak resident memory so far (0 where unknown)
     internal_error: str = ""  # traceback of an unexpected failure (a bug, not bad input)
+    write_error: str = ""  # the index could not be written (disk full, read-only): the build must stop
 
     @property
     def unchanged(self) -> bool:
@@ -73,12 +78,21 @@ def process_file(job: FileJob) -> DocResult:
     assert _settings is not None, "init_worker was not called"
     started = time.perf_counter()
     try:
-        result = _process(job, _settings)
+        result = _with_id_note(_process(job, _settings), job)
+    except IndexWriteError as exc:  # not this file's fault: the whole build stops
+        result = DocResult(job.doc_id, _error_record(job, "not stored"), write_error=str(exc))
     except Exception as exc:  # a parser bug must not end the batch; the traceback is kept
         record = _error_record(job, f"internal error while parsing: {type(exc).__name__}: {exc}")
         result = DocResult(job.doc_id, record, internal_error=traceback.format_exc())
     result.seconds = time.perf_counter() - started
     result.peak_rss_kb = _peak_rss_kb()
+    return result
+
+
+def _with_id_note(result: DocResult, job: FileJob) -> DocResult:
+    if job.id_note and result.record is not None and job.id_note not in result.record.warning:
+        warning = "; ".join(w for w in (job.id_note, result.record.warning) if w)
+        result.record = dataclasses.replace(result.record, warning=warning)
     return result
 
 
@@ -107,6 +121,7 @@ def timed_out_result(job: FileJob, seconds: float) -> DocResult:
 
 def _error_record(job: FileJob, reason: str) -> DocumentRecord:
     return DocumentRecord(
+        warning=job.id_note,
         doc_id=job.doc_id,
         doc_version="",
         source_sha256="",
@@ -122,7 +137,9 @@ def _error_record(job: FileJob, reason: str) -> DocumentRecord:
 
 def _process(job: FileJob, settings: WorkerSettings) -> DocResult:
     try:
-        source = job.path.read_bytes()
+        source = read_corpus_file(job.path, settings.corpus_root)
+    except NotReadable as exc:
+        return DocResult(job.doc_id, _error_record(job, f"not read: {exc}"))
     except OSError as exc:
         return DocResult(job.doc_id, _error_record(job, f"cannot read the file: {exc.strerror or exc}"))
     if job.live_sha256 is not None and hashlib.sha256(source).hexdigest() == job.live_sha256:
@@ -164,10 +181,15 @@ def _map_tables(parsed: ParsedDocument) -> dict[str, pa.Table]:
 def _store(root: Path, job: FileJob, source: bytes, record: DocumentRecord, parsed: ParsedDocument) -> None:
     """Texts and sources are content-addressed and shared by generations: write once."""
     paths = IndexPaths(root)
-    write_once(paths.text(record.doc_version), parsed.text.encode("utf-8"))
-    write_once(paths.source(record.source_sha256, job.path.suffix), source)
+    files = [(paths.text(record.doc_version), parsed.text.encode("utf-8")),
+             (paths.source(record.source_sha256, job.path.suffix), source)]
     if parsed.decoded_source is not None:
-        write_once(paths.decoded_source(record.source_sha256), parsed.decoded_source.encode("utf-8"))
+        files.append((paths.decoded_source(record.source_sha256), parsed.decoded_source.encode("utf-8")))
+    for path, data in files:
+        try:
+            write_once(path, data)
+        except OSError as exc:
+            raise IndexWriteError(f"{exc.strerror or exc} (writing {path.relative_to(root)})") from None
 
 
 _SURROGATE = re.compile("[\ud800-\udfff]")

@@ -104,7 +104,9 @@ class GenerationWriter:
             self.gen_dir / TABLE_FILES["documents"],
             compression="zstd",
         )
-        faiss.write_index(faiss_index, str(self.gen_dir / FAISS_FILE))
+        with open(self.gen_dir / FAISS_FILE, "wb") as out:
+            # Through Python, not faiss.write_index(path): a full disk is then an OSError with its errno.
+            faiss.write_index(faiss_index, faiss.PyCallbackIOWriter(lambda block: out.write(block), 1 << 20))
         checksums = {
             name: file_sha256(self.gen_dir / name)
             for name in GENERATION_FILES
@@ -117,9 +119,12 @@ class GenerationWriter:
         return manifest
 
     def abort(self) -> None:
-        for writer in self._writers.values():
-            writer.close()
-        self._vectors.close()
+        """Close what is open, as well as a failing disk allows: the folder is removed next."""
+        for closable in [*self._writers.values(), self._vectors]:
+            try:
+                closable.close()
+            except OSError:
+                pass
 
 
 def file_sha256(path: Path) -> str:

@@ -7,9 +7,9 @@ from __future__ import annotations
 import argparse
 import sys
 
-from index.cli.registry import COMMANDS, EXIT_ERROR, EXIT_LOCKED, EXIT_OK, EXIT_USAGE
+from index.cli.registry import COMMANDS, EXIT_CANNOT_WRITE, EXIT_ERROR, EXIT_LOCKED, EXIT_OK, EXIT_USAGE
 from ingest.embed import Embedder
-from schemas.errors import IndexLockedError, SpanindexError
+from schemas.errors import IndexLockedError, IndexWriteError, SpanindexError
 
 
 def main(argv: list[str] | None = None, *, embedder: Embedder | None = None) -> int:
@@ -26,6 +26,9 @@ def main(argv: list[str] | None = None, *, embedder: Embedder | None = None) -> 
     except IndexLockedError as exc:
         print(f"spanindex: {exc}", file=sys.stderr)
         return EXIT_LOCKED
+    except IndexWriteError as exc:
+        print(f"spanindex: {exc}", file=sys.stderr)
+        return EXIT_CANNOT_WRITE
     except SpanindexError as exc:
         print(f"spanindex: {exc}", file=sys.stderr)
         return EXIT_ERROR

@@ -26,6 +26,8 @@ def _build(p: argparse.ArgumentParser) -> None:
     p.add_argument("--max-file-mb", type=int, default=512, help="skip files larger than this (default 512)")
     p.add_argument("--doc-timeout", type=float, default=600, metavar="SECONDS",
                    help="record a file whose parsing takes longer as an error and go on (default 600; 0: no limit)")
+    p.add_argument("--follow-symlinks", action="store_true",
+                   help="follow symlinks whose target lies outside the corpus folder (default: skip them)")
     p.add_argument("--wait", action="store_true", help="wait for another build on this index instead of refusing")
     p.add_argument("--strict", action="store_true", help="exit 1 when any document failed")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
@@ -37,7 +39,7 @@ def run_build(args) -> int:
     from tqdm import tqdm
 
     from ingest.build import BuildSettings, build_index
-    from schemas.records import ChunkerSettings
+    from schemas.records import ChunkerSettings, SkipReason
 
     settings = BuildSettings(
         chunker=ChunkerSettings(max_tokens=args.max_tokens, overlap=args.overlap),
@@ -50,6 +52,7 @@ def run_build(args) -> int:
         max_file_mb=args.max_file_mb,
         doc_timeout_s=args.doc_timeout,
         wait_for_lock=args.wait,
+        follow_symlinks=args.follow_symlinks,
     )
     bar = None
 
@@ -62,7 +65,7 @@ def run_build(args) -> int:
         bar.set_postfix_str(event.doc_id[-40:], refresh=False)
         bar.update(1)
 
-    report = build_index(args.corpus, args.index, settings, progress=progress)
+    report = build_index(args.corpus, args.index, settings, embedder=args.embedder, progress=progress)
     if bar is not None:
         bar.close()
     statuses = ", ".join(f"{k} {v}" for k, v in sorted(report.by_status.items()))
@@ -74,26 +77,40 @@ def run_build(args) -> int:
     print(f"  chunks: {report.chunks} ({report.chunks_embedded} embedded, {report.chunks_reused} reused)")
     if report.full_reason and report.full_reason != "new index":
         print(f"  full build: {report.full_reason}")
-    if report.skipped:
-        print(f"  skipped {len(report.skipped)} file(s) of unknown type: {', '.join(report.skipped[:5])}"
-              + (" ..." if len(report.skipped) > 5 else ""))
+    unknown = [shown(s.doc_id) for s in report.skipped if s.reason is SkipReason.UNKNOWN_TYPE]
+    if unknown:
+        print(f"  skipped {len(unknown)} file(s) of unknown type: {', '.join(unknown[:5])}"
+              + (" ..." if len(unknown) > 5 else ""))
+    left_out = [s for s in report.skipped if s.reason is not SkipReason.UNKNOWN_TYPE]
+    if left_out:
+        print(f"  skipped {len(left_out)} file(s) that are not documents of the corpus:")
+        width = max(len(shown(s.doc_id)) for s in left_out)
+        for skipped in left_out[: None if args.verbose else 20]:
+            print(f"    {shown(skipped.doc_id):<{width}}  {shown(str(skipped))}")
+        if len(left_out) > 20 and not args.verbose:
+            print(f"    ... and {len(left_out) - 20} more (--verbose lists them all)")
     for warning in report.warnings:
         print(f"  warning: {warning}")
     if report.failures:
         print(f"  {len(report.failures)} document(s) not indexed:")
-        width = max(len(d) for d, _, _ in report.failures)
+        width = max(len(shown(d)) for d, _, _ in report.failures)
         for doc_id, status, reason in report.failures:
-            print(f"    {doc_id:<{width}}  {status:<8} {reason}")
+            print(f"    {shown(doc_id):<{width}}  {status:<8} {shown(reason)}")
     if report.warned:
         print(f"  {len(report.warned)} document(s) indexed with warnings:")
         for doc_id, warning in report.warned[: None if args.verbose else 10]:
-            print(f"    {doc_id}: {warning if args.verbose or len(warning) <= 160 else warning[:157] + '...'}")
+            print(f"    {shown(doc_id)}: {shown(warning if args.verbose or len(warning) <= 160 else warning[:157] + '...')}")
         if len(report.warned) > 10 and not args.verbose:
             print(f"    ... and {len(report.warned) - 10} more (--verbose lists them all)")
     if args.verbose:
         for doc_id, trace in report.internal_errors:
             print(f"--- internal error in {doc_id}:\n{trace}", file=sys.stderr)
     return EXIT_FAILURES if args.strict and report.failures else EXIT_OK
+
+
+def shown(text: str) -> str:
+    """A file name or message as one line of the terminal: control characters escaped (a name may hold any)."""
+    return "".join(ch if ch.isprintable() or ch == " " else ascii(ch)[1:-1] for ch in text)
 
 
 @command("search", "Retrieve the chunks nearest to a query.", 'spanindex search build/sample-index "overage price per API call" -k 5')
