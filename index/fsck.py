@@ -17,7 +17,7 @@ from index.store import Generation
 from schemas.errors import IndexFormatError
 from schemas.layout import FAISS_FILE, GENERATION_FILES, TABLE_FILES, VECTORS_FILE, IndexPaths, read_current
 from schemas.records import DocStatus, MediaType
-from schemas.tables import check_schema
+from schemas.tables import DOCUMENT_MAP_TABLES, check_schema
 
 
 @dataclass(frozen=True, slots=True)
@@ -149,7 +149,7 @@ def _documents_and_chunks(gen: Generation) -> list[Fault]:
 def _offset_maps(gen: Generation) -> list[Fault]:
     faults = []
     documents = {d["doc_id"]: d for d in gen.table("documents").to_pylist()}
-    for table in ("pdf_chars", "pdf_pages", "html_map"):
+    for table in DOCUMENT_MAP_TABLES:
         for doc_id in gen.doc_slices(table):
             doc = documents.get(doc_id)
             if doc is None:

@@ -9,6 +9,7 @@ from pathlib import Path
 import pyarrow as pa
 
 from index.locate import HtmlSourceMap, PdfCharMap
+from ingest.hidden import HiddenText
 from index.store import Generation, open_generation, read_text_file
 from ingest.embed import Embedder
 from schemas.errors import IndexFormatError
@@ -26,6 +27,7 @@ from schemas.tables import (
     CHUNKS,
     chunk_records,
     document_records,
+    hidden_run_records,
     html_run_records,
     pdf_char_runs,
     pdf_page_records,
@@ -145,6 +147,11 @@ class Index:
         """Decoded-source positions of an HTML document's text by character offset."""
         return self._kept("html_source_map", doc_id, lambda: HtmlSourceMap.from_table(
             self.generation.rows_of("html_map", doc_id)))
+
+    def hidden_text(self, doc_id: str) -> HiddenText:
+        """The runs of a document's text that a reader cannot see, with their reasons."""
+        return self._kept("hidden_text", doc_id, lambda: HiddenText(
+            hidden_run_records(self.generation.rows_of("hidden_text", doc_id))))
 
     def pdf_page(self, doc_id: str, page: int) -> PdfPage | None:
         """One page of a PDF (1-based): its size as displayed and its printed label."""

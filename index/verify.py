@@ -40,9 +40,13 @@ class Verifier:
     <CitationStatus.EXACT: 'exact'>
     """
 
-    def __init__(self, index: Index, *, min_quote_chars: int = DEFAULT_MIN_QUOTE_CHARS) -> None:
+    def __init__(
+        self, index: Index, *, min_quote_chars: int = DEFAULT_MIN_QUOTE_CHARS, hidden_supports: bool = True
+    ) -> None:
         self.index = index
         self.min_quote_chars = min_quote_chars
+        # False: a quote of text a reader cannot see supports nothing (--policy refuse).
+        self.hidden_supports = hidden_supports
         self._documents: dict[str, DocumentRecord] = {}
 
     def cite(self, support: Support) -> Citation:
@@ -103,6 +107,13 @@ class Verifier:
             prefix=prefix,
             suffix=suffix,
         )
+        hidden = self.index.hidden_text(chunk.doc_id).overlapping(doc_start, doc_end)
+        if hidden:
+            span = dataclasses.replace(
+                span,
+                hidden_chars=sum(min(doc_end, r.end) - max(doc_start, r.start) for r in hidden),
+                hidden_reasons=tuple(sorted({r.reason for r in hidden})),
+            )
         media_type = self._media_type(chunk.doc_id)
         if media_type is MediaType.PDF:
             char_map = self.index.pdf_char_map(chunk.doc_id)
@@ -125,7 +136,8 @@ class Verifier:
         if not claim.support:
             return ClaimRecord(answer_id, claim.claim_id, claim.text, ClaimVerdict.UNSUPPORTED)
         citations = tuple(self.cite(s) for s in claim.support)
-        verdict = ClaimVerdict.VERIFIED if any(c.status.verified for c in citations) else ClaimVerdict.UNVERIFIED
+        supported = any(c.status.verified and (self.hidden_supports or not c.hidden_chars) for c in citations)
+        verdict = ClaimVerdict.VERIFIED if supported else ClaimVerdict.UNVERIFIED
         return ClaimRecord(answer_id, claim.claim_id, claim.text, verdict, citations)
 
     def _document(self, doc_id: str) -> DocumentRecord:

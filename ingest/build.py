@@ -72,6 +72,7 @@ class BuildReport:
     internal_errors: list[tuple[str, str]] = field(default_factory=list)  # doc_id, traceback
     skipped: list[SkippedFile] = field(default_factory=list)  # files that are not documents, and why
     warned: list[tuple[str, str]] = field(default_factory=list)  # doc_id, what was recovered from
+    hidden: list[tuple[str, int]] = field(default_factory=list)  # doc_id, characters a reader cannot see
     added: int = 0
     changed: int = 0
     removed: int = 0
@@ -219,6 +220,8 @@ def _write_generation(corpus, paths, settings, model, embedder, live, writer, re
                 report.failures.append((record.doc_id, record.status.value, record.error))
             elif record.warning:
                 report.warned.append((record.doc_id, record.warning))
+            if record.n_hidden_chars:
+                report.hidden.append((record.doc_id, record.n_hidden_chars))
             if progress:
                 progress(Progress(done, len(files), result.doc_id, "unchanged" if result.unchanged else record.status.value))
     vectors.flush()

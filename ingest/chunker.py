@@ -19,13 +19,15 @@ import bisect
 import hashlib
 import re
 import zlib
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
 
+from ingest.hidden import HiddenText
 from ingest.normalize import CONTROL_TO_SPACE, normalize
 from schemas.errors import ChunkerError
-from schemas.records import Chunk, ChunkerSettings, ParsedDocument
+from schemas.records import Chunk, ChunkerSettings, HiddenRun, ParsedDocument
 
 # Boundary strengths (higher is a better place to cut).
 INSIDE_WORD = -1
@@ -57,8 +59,14 @@ class ChunkSpan:
     embed_text: str  # the normalised text: what the model embeds
 
 
-def chunk_spans(doc_text: str, tokenizer, settings: ChunkerSettings) -> list[ChunkSpan]:
+def chunk_spans(
+    doc_text: str, tokenizer, settings: ChunkerSettings, hidden: Sequence[HiddenRun] = ()
+) -> list[ChunkSpan]:
     """Cut ``doc_text`` into spans of at most ``settings.max_tokens`` model tokens.
+
+    Cuts and token numbers are those of the whole text; what each chunk embeds leaves
+    out the ``hidden`` runs (text a reader cannot see), so hidden text never draws a
+    search to a chunk.
 
     >>> from ingest.model import load_tokenizer, resolve_model
     >>> tok = load_tokenizer(resolve_model())
@@ -78,7 +86,24 @@ def chunk_spans(doc_text: str, tokenizer, settings: ChunkerSettings) -> list[Chu
             spans.append(ChunkSpan(span.start + seg_start, span.end + seg_start, span.token_start + tokens_before,
                                    span.n_tokens, span.embed_text))
         tokens_before += n_tokens
+    if hidden:
+        spans = _without_hidden(doc_text, spans, hidden, tokenizer, settings.max_tokens)
     return spans
+
+
+def _without_hidden(doc_text, spans, runs, tokenizer, max_tokens) -> list[ChunkSpan]:
+    """The spans with what they embed recomputed where hidden text lies inside them."""
+    hidden, out = HiddenText(runs), []
+    for span in spans:
+        if not hidden.overlapping(span.start, span.end):
+            out.append(span)
+            continue
+        normalized = embed_text(hidden.visible(doc_text, span.start, span.end))
+        n_model = len(tokenizer.encode(normalized).ids)
+        if n_model > max_tokens:  # a space where hidden text split a word can add a token
+            normalized, n_model = _fit_embed_text(normalized, tokenizer, max_tokens)
+        out.append(ChunkSpan(span.start, span.end, span.token_start, n_model, normalized))
+    return out
 
 
 SEGMENT_CHARS = 1_000_000  # a longer text is tokenized and cut in pieces of about this size
@@ -282,6 +307,7 @@ def make_chunks(doc: ParsedDocument, spans: list[ChunkSpan], first_vector_id: in
     """Chunk records of one document, with pages where the document has them."""
     page_starts = [p.start for p in doc.pages]
     doc_version = doc.doc_version
+    hidden = HiddenText(doc.hidden_runs)
     chunks = []
     for seq, span in enumerate(spans):
         text = doc.text[span.start : span.end]
@@ -305,6 +331,7 @@ def make_chunks(doc: ParsedDocument, spans: list[ChunkSpan], first_vector_id: in
                 page_end=page_end,
                 vector_id=first_vector_id + seq,
                 embed_sha256=sha256_text(span.embed_text),
+                n_hidden=hidden.count(span.start, span.end),
             )
         )
     return chunks

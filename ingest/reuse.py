@@ -18,9 +18,9 @@ from ingest.write import GenerationWriter
 from schemas.errors import IndexFormatError
 from schemas.layout import IndexPaths, read_current
 from schemas.records import DocumentRecord
-from schemas.tables import document_records
+from schemas.tables import DOCUMENT_MAP_TABLES, document_records
 
-MAP_TABLES = ("pdf_pages", "pdf_chars", "html_map")
+MAP_TABLES = DOCUMENT_MAP_TABLES
 
 
 @dataclass(slots=True, eq=False)

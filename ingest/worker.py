@@ -25,7 +25,7 @@ from ingest.publish import write_once
 from schemas.errors import IndexWriteError
 from schemas.layout import IndexPaths
 from schemas.records import ChunkerSettings, DocStatus, DocumentRecord, MediaType, ParsedDocument
-from schemas.tables import chunks_table, html_map_table, pdf_chars_table, pdf_pages_table
+from schemas.tables import chunks_table, hidden_text_table, html_map_table, pdf_chars_table, pdf_pages_table
 
 
 @dataclass(frozen=True, slots=True)
@@ -154,10 +154,11 @@ def _process(job: FileJob, settings: WorkerSettings) -> DocResult:
     if record.status is not DocStatus.OK:
         return DocResult(job.doc_id, record, tables=tables)
 
-    spans = chunk_spans(parsed.text, _tokenizer, settings.chunker)
+    spans = chunk_spans(parsed.text, _tokenizer, settings.chunker, parsed.hidden_runs)
     chunks = make_chunks(parsed, spans)
     _store(settings.index_root, job, source, record, parsed)
-    record = dataclasses.replace(record, n_chunks=len(chunks))
+    n_hidden = sum(run.end - run.start for run in parsed.hidden_runs)
+    record = dataclasses.replace(record, n_chunks=len(chunks), n_hidden_chars=n_hidden)
     return DocResult(
         job.doc_id,
         record,
@@ -175,6 +176,8 @@ def _map_tables(parsed: ParsedDocument) -> dict[str, pa.Table]:
         tables["pdf_chars"] = pdf_chars_table(doc_id, version, parsed.char_runs)
     if parsed.html_runs:
         tables["html_map"] = html_map_table(doc_id, version, parsed.html_runs)
+    if parsed.hidden_runs:
+        tables["hidden_text"] = hidden_text_table(doc_id, version, parsed.hidden_runs)
     return tables
 
 

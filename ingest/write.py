@@ -23,7 +23,7 @@ from schemas.manifest import manifest_to_json
 from schemas.records import DocumentRecord, Manifest
 from schemas.tables import SCHEMAS, documents_table, with_metadata
 
-ROW_GROUP_ROWS = {"chunks": 4096, "pdf_chars": 65536, "pdf_pages": 65536, "html_map": 65536}
+ROW_GROUP_ROWS = {"chunks": 4096, "pdf_chars": 65536, "pdf_pages": 65536, "html_map": 65536, "hidden_text": 65536}
 
 
 class GenerationWriter:

@@ -11,7 +11,7 @@ import dataclasses
 from dataclasses import dataclass, field
 from enum import StrEnum
 
-from schemas.records import MediaType, Rect
+from schemas.records import HiddenReason, MediaType, Rect
 
 OFFSET_UNIT = "codepoint"
 
@@ -105,6 +105,8 @@ class Placement:
     src_end: int | None = None
     locator: str = ""
     url: str = ""
+    hidden_chars: int = 0  # characters of the quote a reader cannot see in the source
+    hidden_reasons: tuple[HiddenReason, ...] = ()  # why (sorted, distinct)
 
 
 @dataclass(frozen=True, slots=True)
@@ -140,6 +142,8 @@ class Citation:
     error: str = ""
     drift: DriftStatus | None = None  # once a sweep has checked this citation
     drift_detail: str = ""  # what the sweep found (the new text of a changed quote, why it is gone)
+    hidden_chars: int = 0  # characters of the quote a reader cannot see in the source: a warning
+    hidden_reasons: tuple[HiddenReason, ...] = ()  # why they are hidden (sorted, distinct)
 
     def placed(self, placement: Placement) -> Citation:
         """This citation at ``placement``: every field the placement has, replaced."""

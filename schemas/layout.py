@@ -29,6 +29,7 @@ TABLE_FILES = {
     "pdf_chars": "pdf_chars.parquet",
     "pdf_pages": "pdf_pages.parquet",
     "html_map": "html_map.parquet",
+    "hidden_text": "hidden_text.parquet",
 }
 MANIFEST = "manifest.json"
 FAISS_FILE = "vectors.faiss"

@@ -18,7 +18,7 @@ from pathlib import Path
 from schemas.citations import Citation, ClaimRecord
 from schemas.errors import AnswerFormatError
 from schemas.json_schema import UNSET, field_types, json_schema_document, optional_vocabulary
-from schemas.records import Rect
+from schemas.records import HiddenReason, Rect
 
 
 def to_json(value) -> object:
@@ -46,6 +46,8 @@ def citation_from_json(raw: dict) -> Citation:
     if not isinstance(rects, list):
         raise TypeError(f"rects: expected a list, got {type(rects).__name__}")
     fields["rects"] = tuple(Rect(**_checked_fields(Rect, r)) for r in rects)
+    if "hidden_reasons" in fields:
+        fields["hidden_reasons"] = tuple(HiddenReason(reason) for reason in fields["hidden_reasons"])
     return Citation(**fields)
 
 

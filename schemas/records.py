@@ -177,6 +177,7 @@ class DocumentRecord:
     source_bytes: int = 0
     warning: str = ""  # recovered problems (charset lie, pages without text)
     source_url: str = ""  # where the page lives on the web, as it says itself (HTML); "" unknown
+    n_hidden_chars: int = 0  # characters of its text that a reader cannot see (HiddenRun)
 
 
 @dataclass(frozen=True, slots=True)
@@ -197,6 +198,7 @@ class Chunk:
     page_end: int | None
     vector_id: int
     embed_sha256: str  # hash of the normalised string that was embedded
+    n_hidden: int = 0  # characters of the chunk a reader cannot see: left out of what is embedded
 
 
 @dataclass(frozen=True, slots=True)

@@ -19,6 +19,8 @@ from schemas.records import (
     Chunk,
     DocStatus,
     DocumentRecord,
+    HiddenReason,
+    HiddenRun,
     HtmlRun,
     MediaType,
     PdfCharRun,
@@ -26,7 +28,7 @@ from schemas.records import (
     RunKind,
 )
 
-FORMAT_VERSION = 2  # 2: documents.source_url
+FORMAT_VERSION = 3  # 2: documents.source_url; 3: hidden_text, chunks.n_hidden, documents.n_hidden_chars
 META_TABLE = b"spanindex.table"
 META_FORMAT = b"spanindex.format_version"
 META_MODEL = b"spanindex.model_id"
@@ -49,6 +51,7 @@ DOCUMENTS = pa.schema(
         ("source_bytes", pa.int64()),
         ("warning", pa.string()),
         ("source_url", pa.string()),
+        ("n_hidden_chars", pa.int64()),
     ]
 )
 
@@ -68,6 +71,7 @@ CHUNKS = pa.schema(
         ("page_end", pa.int32()),
         ("vector_id", pa.int64()),
         ("embed_sha256", pa.string()),
+        ("n_hidden", pa.int32()),
     ]
 )
 
@@ -109,13 +113,27 @@ HTML_MAP = pa.schema(
     ]
 )
 
+HIDDEN_TEXT = pa.schema(
+    [
+        ("doc_id", pa.string()),
+        ("doc_version", pa.string()),
+        ("start", pa.int64()),
+        ("end", pa.int64()),
+        ("reason", pa.string()),  # a HiddenReason
+    ]
+)
+
 SCHEMAS: dict[str, pa.Schema] = {
     "documents": DOCUMENTS,
     "chunks": CHUNKS,
     "pdf_chars": PDF_CHARS,
     "pdf_pages": PDF_PAGES,
     "html_map": HTML_MAP,
+    "hidden_text": HIDDEN_TEXT,
 }
+# Tables whose rows belong to one document each, grouped by doc_id: carried over with an
+# unchanged document, checked against its text by fsck.
+DOCUMENT_MAP_TABLES = ("pdf_pages", "pdf_chars", "html_map", "hidden_text")
 
 # Record type behind each table, and record field -> column where names differ.
 RECORD_TYPES: dict[str, tuple[type, dict[str, str]]] = {
@@ -124,6 +142,7 @@ RECORD_TYPES: dict[str, tuple[type, dict[str, str]]] = {
     "pdf_chars": (PdfCharRun, {"glyph_boxes": "boxes"}),
     "pdf_pages": (PdfPage, {}),
     "html_map": (HtmlRun, {}),
+    "hidden_text": (HiddenRun, {}),
 }
 
 
@@ -203,6 +222,10 @@ def html_map_table(doc_id: str, doc_version: str, runs: Sequence[HtmlRun]) -> pa
     return _records_table(runs, HTML_MAP, doc_id=doc_id, doc_version=doc_version)
 
 
+def hidden_text_table(doc_id: str, doc_version: str, runs: Sequence[HiddenRun]) -> pa.Table:
+    return _records_table(runs, HIDDEN_TEXT, doc_id=doc_id, doc_version=doc_version)
+
+
 def pdf_chars_table(doc_id: str, doc_version: str, runs: Sequence[PdfCharRun]) -> pa.Table:
     n = len(runs)
     lengths = np.fromiter((4 * (r.end - r.start) for r in runs), dtype=np.int32, count=n)
@@ -239,7 +262,7 @@ def _records_table(records: Sequence, schema: pa.Schema, **constants: str) -> pa
 
 def _plain(value):
     # StrEnum is a str already; pyarrow wants the plain value.
-    return value.value if isinstance(value, (MediaType, DocStatus, RunKind)) else value
+    return value.value if isinstance(value, (MediaType, DocStatus, RunKind, HiddenReason)) else value
 
 
 def document_records(table: pa.Table) -> list[DocumentRecord]:
@@ -265,6 +288,15 @@ def html_run_records(table: pa.Table) -> list[HtmlRun]:
     names = [f.name for f in fields(HtmlRun)]
     return [
         HtmlRun(**{**row, "kind": RunKind(row["kind"])}) for row in table.select(names).to_pylist()
+    ]
+
+
+def hidden_run_records(table: pa.Table) -> list[HiddenRun]:
+    return [
+        HiddenRun(start, end, HiddenReason(reason))
+        for start, end, reason in zip(
+            table.column("start").to_pylist(), table.column("end").to_pylist(), table.column("reason").to_pylist()
+        )
     ]
 
 

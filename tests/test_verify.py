@@ -224,7 +224,7 @@ def test_offset_maps_are_built_once_per_document_by_the_index_for_every_user(sam
         assert citation.status.verified and views.citation(citation).kind.value in ("pdf", "html")
         inspect_chunk(idx, chunk.chunk_id, glyph_boxes=True)
     assert idx.pdf_char_map(pdf.doc_id) is char_map and idx.html_source_map(html.doc_id) is source_map
-    assert {kind for kind, _ in idx._maps} == {"pdf_char_map", "page_labels", "pdf_pages", "html_source_map"}
+    assert {kind for kind, _ in idx._maps} == {"pdf_char_map", "page_labels", "pdf_pages", "html_source_map", "hidden_text"}
     for doc in idx.documents():
         idx.page_labels(doc.doc_id)
         idx.pdf_page(doc.doc_id, 1)

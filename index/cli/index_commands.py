@@ -102,6 +102,12 @@ def run_build(args) -> int:
             print(f"    {shown(doc_id)}: {shown(warning if args.verbose or len(warning) <= 160 else warning[:157] + '...')}")
         if len(report.warned) > 10 and not args.verbose:
             print(f"    ... and {len(report.warned) - 10} more (--verbose lists them all)")
+    if report.hidden:
+        print(f"  {len(report.hidden)} document(s) hold text a reader cannot see (kept out of embeddings):")
+        for doc_id, n_hidden in report.hidden[: None if args.verbose else 10]:
+            print(f"    {doc_id}: {n_hidden} hidden characters")
+        if len(report.hidden) > 10 and not args.verbose:
+            print(f"    ... and {len(report.hidden) - 10} more (--verbose lists them all)")
     if args.verbose:
         for doc_id, trace in report.internal_errors:
             print(f"--- internal error in {doc_id}:\n{trace}", file=sys.stderr)
@@ -162,6 +168,7 @@ def run_stats(args) -> int:
         "characters": sum(d.n_chars for d in docs),
         "chunks": idx.n_chunks,
         "failures": {d.doc_id: d.error for d in docs if d.error},
+        "hidden_text": {d.doc_id: _hidden_summary(idx, d.doc_id) for d in docs if d.n_hidden_chars},
     }
     if args.json:
         print_json(stats)
@@ -174,6 +181,15 @@ def run_stats(args) -> int:
         else:
             print(f"{key}: {value}")
     return EXIT_OK
+
+
+def _hidden_summary(idx, doc_id: str) -> str:
+    """'412 characters: 400 css_hidden, 12 tiny' for one document."""
+    by_reason = collections.Counter()
+    for run in idx.hidden_text(doc_id).runs:
+        by_reason[run.reason.value] += run.end - run.start
+    detail = ", ".join(f"{n} {reason}" for reason, n in by_reason.most_common())
+    return f"{sum(by_reason.values())} characters: {detail}"
 
 
 @command("show", "Show one chunk: its text, offsets, pages and glyph boxes or HTML source range.", 'spanindex show build/sample-index "pricing/rate-card.pdf#tok:0"')
