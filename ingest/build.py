@@ -177,7 +177,7 @@ def _os_reason(exc: OSError) -> str:
 
 
 def _write_generation(corpus, paths, settings, model, embedder, live, writer, report, progress) -> Manifest:
-    found = discover(corpus, follow_symlinks=settings.follow_symlinks)
+    found = discover(corpus, follow_symlinks=settings.follow_symlinks, index_folder=paths.root)
     files, report.skipped = found.files, found.skipped
     report.n_files = len(files)
     live_files = live.files if live else {}

@@ -67,6 +67,7 @@ _REASON_TEXT = {
     SkipReason.NOT_A_FILE: "not a regular file",
     SkipReason.UNREADABLE: "cannot be read",
     SkipReason.ID_TAKEN: "its name is not UTF-8 and its safe id is the name of another file",
+    SkipReason.INDEX_FOLDER: "the index folder itself",
 }
 
 
@@ -77,8 +78,10 @@ class Discovery:
     root: str  # the corpus root, resolved
 
 
-def discover(corpus: str | Path, *, follow_symlinks: bool = False) -> Discovery:
+def discover(corpus: str | Path, *, follow_symlinks: bool = False, index_folder: Path | None = None) -> Discovery:
     """Every document of the corpus folder, and every other file with the reason it is not one.
+
+    ``index_folder``: the index being built, never part of its own corpus (it may lie inside it).
 
     >>> import tempfile, pathlib
     >>> root = pathlib.Path(tempfile.mkdtemp())
@@ -94,7 +97,7 @@ def discover(corpus: str | Path, *, follow_symlinks: bool = False) -> Discovery:
         root = os.path.realpath(corpus)
     except OSError as exc:
         raise CorpusError(f"{corpus}: cannot read the corpus folder: {exc.strerror or exc}") from None
-    walk = _Walk(corpus, root, follow_symlinks)
+    walk = _Walk(corpus, root, follow_symlinks, index_folder)
     walk.run()
     return walk.result()
 
@@ -123,8 +126,12 @@ def within(path: str, root: str) -> bool:
 class _Walk:
     """Real folders first, then folder links in order; every real folder once."""
 
-    def __init__(self, corpus: Path, root: str, follow_symlinks: bool) -> None:
+    def __init__(self, corpus: Path, root: str, follow_symlinks: bool, index_folder: Path | None) -> None:
         self.corpus, self.root, self.follow = corpus, root, follow_symlinks
+        try:
+            self.index_folder = _identity(os.stat(index_folder)) if index_folder is not None else None
+        except OSError:
+            self.index_folder = None
         self.files: list[CorpusFile] = []
         self.skipped: list[SkippedFile] = []
         self.walked: dict[tuple[int, int], str] = {}  # (st_dev, st_ino) of a folder -> its path relative to the root
@@ -191,8 +198,7 @@ class _Walk:
         if not is_link:
             if stat.S_ISDIR(mode):
                 identity = _identity(entry.stat(follow_symlinks=False))
-                if identity in self.walked:  # a real folder reached again through a followed link
-                    self._skip(relative, SkipReason.FOLDER_IN_CORPUS, f"as {self.walked[identity] or '.'}")
+                if self._seen(relative, identity):  # the index, or a real folder reached again through a link
                     return None
                 self.walked[identity] = relative
                 return relative, path
@@ -234,6 +240,9 @@ class _Walk:
 
     def _follow_folder_link(self, relative: str, path: Path) -> None:
         real = os.path.realpath(path)
+        if within(os.path.realpath(path.parent), real) or within(self.root, real):
+            self._skip(relative, SkipReason.SYMLINK_LOOP, "to a folder above it")
+            return
         if not self.follow and not within(real, self.root):
             self._skip(relative, SkipReason.SYMLINK_OUTSIDE, f"to the folder {real}")
             return
@@ -242,15 +251,20 @@ class _Walk:
         except OSError as exc:
             self._skip(relative, SkipReason.UNREADABLE, exc.strerror or str(exc))
             return
-        if identity in self.walked:
-            link_folder = os.path.realpath(path.parent)
-            if within(link_folder, real):
-                self._skip(relative, SkipReason.SYMLINK_LOOP, "to a folder above it")
-            else:
-                self._skip(relative, SkipReason.FOLDER_IN_CORPUS, f"as {self.walked[identity] or '.'}")
+        if self._seen(relative, identity):
             return
         self.walked[identity] = relative
         self._walk_tree(relative, path)
+
+    def _seen(self, relative: str, identity: tuple[int, int]) -> bool:
+        """Skip a folder walked already, or the index folder itself (its texts are not documents)."""
+        if identity == self.index_folder:
+            self._skip(relative, SkipReason.INDEX_FOLDER)
+            return True
+        if identity in self.walked:
+            self._skip(relative, SkipReason.FOLDER_IN_CORPUS, f"as {self.walked[identity] or '.'}")
+            return True
+        return False
 
 
 def special_kind(mode: int) -> SkipReason | None:
@@ -278,15 +292,15 @@ def _link_text(path: Path) -> str:
 
 
 class NotReadable(Exception):
-    """A corpus file that must not be read (not regular, or outside the corpus); ``str`` says why."""
+    """A corpus file that must not be read (not regular, outside the corpus, too large); ``str`` says why."""
 
 
-def read_corpus_file(path: Path, inside: str | None) -> bytes:
+def read_corpus_file(path: Path, inside: str | None, max_bytes: int | None = None) -> bytes:
     """The bytes of a regular file, opened only once it is known to be one.
 
     ``inside``: the resolved corpus root the file must lie in (None: anywhere,
-    --follow-symlinks). Raises ``NotReadable`` for anything else, ``OSError``
-    when the file cannot be read.
+    --follow-symlinks). Raises ``NotReadable`` for anything else, or for a file
+    over ``max_bytes`` (never read), and ``OSError`` when the file cannot be read.
     """
     if hasattr(os, "O_PATH") and os.path.isdir("/proc/self/fd"):
         handle = os.open(path, os.O_PATH | os.O_CLOEXEC)  # opens nothing: safe on a FIFO or a device
@@ -301,14 +315,17 @@ def read_corpus_file(path: Path, inside: str | None) -> bytes:
         fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
         if _identity(os.fstat(fd)) != _identity(checked):
             os.close(fd)
-            raise NotReadable("the file was replaced while it was being opened")
+            raise NotReadable("not read: the file was replaced while it was being opened")
     with os.fdopen(fd, "rb") as f:
+        size = os.fstat(f.fileno()).st_size
+        if max_bytes is not None and size > max_bytes:  # refused unread: a huge file never reaches memory
+            raise NotReadable(f"file too large: {size:,} bytes, the limit is {max_bytes:,} (--max-file-mb)")
         return f.read()
 
 
 def _check(st: os.stat_result, real: str, inside: str | None) -> None:
     kind = special_kind(st.st_mode)
     if kind is not None:
-        raise NotReadable(_REASON_TEXT[kind])
+        raise NotReadable(f"not read: {_REASON_TEXT[kind]}")
     if inside is not None and not within(real, inside):
-        raise NotReadable(_REASON_TEXT[SkipReason.SYMLINK_OUTSIDE])
+        raise NotReadable(f"not read: {_REASON_TEXT[SkipReason.SYMLINK_OUTSIDE]}")

@@ -137,9 +137,9 @@ def _error_record(job: FileJob, reason: str) -> DocumentRecord:
 
 def _process(job: FileJob, settings: WorkerSettings) -> DocResult:
     try:
-        source = read_corpus_file(job.path, settings.corpus_root)
+        source = read_corpus_file(job.path, settings.corpus_root, settings.max_file_bytes)
     except NotReadable as exc:
-        return DocResult(job.doc_id, _error_record(job, f"not read: {exc}"))
+        return DocResult(job.doc_id, _error_record(job, str(exc)))
     except OSError as exc:
         return DocResult(job.doc_id, _error_record(job, f"cannot read the file: {exc.strerror or exc}"))
     if job.live_sha256 is not None and hashlib.sha256(source).hexdigest() == job.live_sha256:

@@ -41,6 +41,7 @@ class SkipReason(StrEnum):
     NOT_A_FILE = "not_a_file"  # any other kind of node
     UNREADABLE = "unreadable"  # a folder that cannot be listed, or a node that cannot be looked at
     ID_TAKEN = "id_taken"  # a non-UTF-8 name whose safe id is the name of another file
+    INDEX_FOLDER = "index_folder"  # the index being built, inside its own corpus
 
 
 class RunKind(StrEnum):
