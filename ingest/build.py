@@ -169,11 +169,17 @@ def _writing(paths: IndexPaths) -> Iterator[None]:
             live = read_current(paths)
         except OSError:
             live = None
-        raise write_failure(paths, _os_reason(exc), live) from None
+        raise write_failure(paths, _os_reason(exc, paths.root), live) from None
 
 
-def _os_reason(exc: OSError) -> str:
-    return f"{exc.strerror or exc}{f' ({exc.filename})' if exc.filename else ''}"
+def _os_reason(exc: OSError, root: Path) -> str:
+    """'No space left on device (writing texts/ab12….txt)': the file relative to the index where it lies in it."""
+    if not exc.filename:
+        return exc.strerror or str(exc)
+    where = Path(os.fsdecode(exc.filename))
+    if where.is_relative_to(root) and where != root:
+        return f"{exc.strerror or exc} (writing {where.relative_to(root)})"
+    return f"{exc.strerror or exc} ({where})"
 
 
 def _write_generation(corpus, paths, settings, model, embedder, live, writer, report, progress) -> Manifest:

@@ -8,9 +8,11 @@ CURRENT.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import hashlib
 import os
+from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
@@ -60,7 +62,8 @@ class GenerationWriter:
             return
         if vectors.shape[1] != self.dim:
             raise ValueError(f"vector dimension {vectors.shape[1]}, index dimension {self.dim}")
-        self._vectors.write(np.ascontiguousarray(vectors, dtype=np.float32).tobytes())
+        with _naming(self.gen_dir / VECTORS_FILE):
+            self._vectors.write(np.ascontiguousarray(vectors, dtype=np.float32).tobytes())
         self.n_vectors += vectors.shape[0]
 
     def vectors_written(self) -> np.ndarray:
@@ -74,8 +77,9 @@ class GenerationWriter:
         if not self._pending[table_name]:
             return
         batch = pa.concat_tables(self._pending[table_name])
-        writer = self._writer(table_name)
-        writer.write_table(batch.cast(writer.schema), row_group_size=ROW_GROUP_ROWS[table_name])
+        with _naming(self.gen_dir / TABLE_FILES[table_name]):
+            writer = self._writer(table_name)
+            writer.write_table(batch.cast(writer.schema), row_group_size=ROW_GROUP_ROWS[table_name])
         self._pending[table_name] = []
         self._pending_rows[table_name] = 0
 
@@ -94,17 +98,20 @@ class GenerationWriter:
 
         for name in ROW_GROUP_ROWS:
             self._flush(name)
-            self._writer(name).close()  # opens it first when no row came: an empty table
-        self._vectors.flush()
-        os.fsync(self._vectors.fileno())
-        self._vectors.close()
+            with _naming(self.gen_dir / TABLE_FILES[name]):
+                self._writer(name).close()  # opens it first when no row came: an empty table
+        with _naming(self.gen_dir / VECTORS_FILE):
+            self._vectors.flush()
+            os.fsync(self._vectors.fileno())
+            self._vectors.close()
         documents = sorted(self._documents, key=lambda d: d.doc_id)
-        pq.write_table(
-            documents_table(documents).cast(with_metadata("documents", self.model_id, self.dim)),
-            self.gen_dir / TABLE_FILES["documents"],
-            compression="zstd",
-        )
-        with open(self.gen_dir / FAISS_FILE, "wb") as out:
+        with _naming(self.gen_dir / TABLE_FILES["documents"]):
+            pq.write_table(
+                documents_table(documents).cast(with_metadata("documents", self.model_id, self.dim)),
+                self.gen_dir / TABLE_FILES["documents"],
+                compression="zstd",
+            )
+        with _naming(self.gen_dir / FAISS_FILE), open(self.gen_dir / FAISS_FILE, "wb") as out:
             # Through Python, not faiss.write_index(path): a full disk is then an OSError with its errno.
             faiss.write_index(faiss_index, faiss.PyCallbackIOWriter(lambda block: out.write(block), 1 << 20))
         checksums = {
@@ -112,7 +119,8 @@ class GenerationWriter:
             for name in GENERATION_FILES
         }
         manifest = dataclasses.replace(manifest, table_sha256=checksums)
-        (self.gen_dir / MANIFEST).write_text(manifest_to_json(manifest), encoding="utf-8")
+        with _naming(self.gen_dir / MANIFEST):
+            (self.gen_dir / MANIFEST).write_text(manifest_to_json(manifest), encoding="utf-8")
         for name in [*checksums, MANIFEST]:
             fsync_file(self.gen_dir / name)
         fsync_dir(self.gen_dir)
@@ -125,6 +133,17 @@ class GenerationWriter:
                 closable.close()
             except OSError:
                 pass
+
+
+@contextlib.contextmanager
+def _naming(path: Path) -> Iterator[None]:
+    """An OS error while writing ``path`` names it (Arrow's and buffered writes' errors name no file)."""
+    try:
+        yield
+    except OSError as exc:
+        if exc.filename:
+            raise
+        raise OSError(exc.errno, exc.strerror or str(exc), str(path)) from exc
 
 
 def file_sha256(path: Path) -> str:

@@ -246,8 +246,14 @@ def test_a_deep_tree_is_walked(tmp_path):
         deep = deep / "d"
         deep.mkdir()
     (deep / "bottom.md").write_text("# Bottom")
-    [found] = discover(corpus).files
-    assert found.doc_id == "/".join(["d"] * 1500 + ["bottom.md"])
+    try:
+        [found] = discover(corpus).files
+        assert found.doc_id == "/".join(["d"] * 1500 + ["bottom.md"])
+    finally:  # bottom up: shutil.rmtree (pytest's clean-up) recurses too
+        (deep / "bottom.md").unlink()
+        while deep != corpus:
+            deep.rmdir()
+            deep = deep.parent
 
 
 @pytest.mark.hostile("the index folder inside its own corpus (`spanindex build . --index idx`)",
