@@ -291,8 +291,13 @@ class Index:
 
     @_one_request
     def source_path(self, doc_id: str) -> Path:
-        """The stored copy of the original file (what the viewer renders)."""
+        """The stored copy of the original file (what the viewer renders); for a PDF opened with a
+        password, its copy without encryption (the password is never stored)."""
         doc = self._require(doc_id)
+        if doc.media_type is MediaType.PDF:
+            decrypted = self.paths.decrypted_source(doc.source_sha256)
+            if decrypted.is_file():
+                return decrypted
         return self.paths.source(doc.source_sha256, Path(doc_id).suffix)
 
     def _stored(self, read: Callable[[Path], str], path: Path) -> str:

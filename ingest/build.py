@@ -25,6 +25,7 @@ from ingest.lock import BuildLock
 from ingest.model import ModelInfo, resolve_model
 from ingest.normalize import NORMALIZER_VERSION
 from ingest.parse import PARSER_VERSION, media_type_of
+from ingest.passwords import Passwords
 from ingest.pool import process_in_workers
 from ingest.publish import fsync_dir, publish, write_failure
 from ingest.retention import collect_garbage, retire_generations
@@ -51,6 +52,7 @@ class BuildSettings:
     wait_for_lock: bool = False
     embed_batch: int = 256
     follow_symlinks: bool = False  # follow links whose target lies outside the corpus folder
+    passwords: Passwords = Passwords()  # for encrypted PDFs, by doc_id pattern (never stored, never shown)
 
 
 @dataclass(frozen=True, slots=True)
@@ -187,6 +189,8 @@ def _write_generation(corpus, paths, settings, model, embedder, live, writer, re
     files, report.skipped = found.files, found.skipped
     report.n_files = len(files)
     live_files = live.files if live else {}
+    # A file whose live row is an error is carried over unchanged, unless a password may open it now.
+    retry = {f.doc_id for f in files if live and f.doc_id in live.failed and settings.passwords.for_doc(f.doc_id)}
     vectors = VectorQueue(
         embedder,
         writer.add_vectors,
@@ -197,7 +201,8 @@ def _write_generation(corpus, paths, settings, model, embedder, live, writer, re
     files_sha: dict[str, str] = {}
     corpus_root = None if settings.follow_symlinks else found.root
     # Closed on the way out: a build that stops (a full disk) does not wait for the files in flight.
-    with contextlib.closing(_process_all(files, corpus_root, paths, settings, model, live_files)) as results:
+    carried = {doc_id: sha for doc_id, sha in live_files.items() if doc_id not in retry}
+    with contextlib.closing(_process_all(files, corpus_root, paths, settings, model, carried)) as results:
         for done, result in enumerate(results, start=1):
             if result.unchanged:
                 record = carry_over(live, result.doc_id, writer, vectors)
@@ -265,6 +270,7 @@ def _process_all(files: list[CorpusFile], corpus_root: str | None, paths, settin
         index_root=paths.root,
         max_file_bytes=settings.max_file_mb * 1024 * 1024,
         corpus_root=corpus_root,
+        passwords=settings.passwords,
     )
     jobs = [FileJob(f.path, f.doc_id, media_type_of(f.doc_id), live_files.get(f.doc_id), f.id_note) for f in files]
     workers = settings.workers or os.cpu_count() or 1

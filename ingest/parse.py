@@ -6,10 +6,13 @@ row with ``status=error`` and a reason, never an exception out of the batch.
 
 from __future__ import annotations
 
+import functools
 import hashlib
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import PurePosixPath
 
+from ingest.passwords import PasswordLine
 from schemas.errors import DocumentError
 from schemas.records import DocStatus, DocumentRecord, MediaType, ParsedDocument
 
@@ -42,8 +45,12 @@ class ParseOutcome:
     parsed: ParsedDocument | None  # None when the document could not be read
 
 
-def parse_document(source: bytes, doc_id: str, media_type: MediaType, max_bytes: int) -> ParseOutcome:
-    """Parse one file's bytes; every outcome, failures included, is a document record."""
+def parse_document(
+    source: bytes, doc_id: str, media_type: MediaType, max_bytes: int, *, passwords: Sequence[PasswordLine] = ()
+) -> ParseOutcome:
+    """Parse one file's bytes; every outcome, failures included, is a document record.
+
+    ``passwords``: the --passwords lines that match this document (PDF only)."""
     base = dict(
         doc_id=doc_id,
         source_sha256=hashlib.sha256(source).hexdigest(),
@@ -56,18 +63,18 @@ def parse_document(source: bytes, doc_id: str, media_type: MediaType, max_bytes:
         reason = f"file too large: {len(source):,} bytes, the limit is {max_bytes:,} (--max-file-mb)"
         return ParseOutcome(_failed(base, DocStatus.ERROR, reason), None)
     try:
-        parsed = _parser(media_type)(source, doc_id)
+        parsed = _parser(media_type, passwords)(source, doc_id)
     except DocumentError as exc:
         return ParseOutcome(_failed(base, DocStatus.ERROR, exc.message), None)
     return ParseOutcome(_parsed_record(base, parsed), parsed)
 
 
-def _parser(media_type: MediaType):
+def _parser(media_type: MediaType, passwords: Sequence[PasswordLine] = ()):
     # Imported on use: a worker parsing only text files never loads PyMuPDF.
     if media_type is MediaType.PDF:
         from ingest.pdf import parse_pdf
 
-        return parse_pdf
+        return functools.partial(parse_pdf, passwords=passwords)
     if media_type is MediaType.HTML:
         from ingest.html import parse_html
 

@@ -26,9 +26,10 @@ as UTF-8, so no ``doc_version`` and no Parquet string).
 
 from __future__ import annotations
 
+import dataclasses
 import gc
 import re
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from itertools import chain, compress
@@ -37,6 +38,7 @@ from operator import itemgetter
 import numpy as np
 import pymupdf
 
+from ingest.passwords import PasswordLine
 from schemas.errors import CorruptDocumentError, EncryptedDocumentError
 from schemas.records import MediaType, ParsedDocument, PdfCharRun, PdfPage
 
@@ -69,10 +71,14 @@ _char_bbox = itemgetter("bbox")
 _char_is_synthetic = itemgetter("synthetic")
 
 
-def parse_pdf(source: bytes, doc_id: str) -> ParsedDocument:
+def parse_pdf(source: bytes, doc_id: str, *, passwords: Sequence[PasswordLine] = ()) -> ParsedDocument:
     """Parse PDF bytes into the document text, its pages and the glyph boxes of its characters.
 
-    Raises ``EncryptedDocumentError`` when a user password is needed and
+    ``passwords`` are tried in order when the file needs a user password; one that
+    opens it also gives ``decrypted_source``, the file without encryption (the viewer
+    renders its pages: the password is never stored).
+
+    Raises ``EncryptedDocumentError`` when a user password is needed (and none given opens it) and
     ``CorruptDocumentError`` when MuPDF cannot open the file, it has no pages, or
     no page can be read. Pages without a text layer are not an error: they have
     ``has_text=False`` and a warning names them.
@@ -84,24 +90,21 @@ def parse_pdf(source: bytes, doc_id: str) -> ParsedDocument:
     >>> parsed.text, [(r.start, r.end) for r in parsed.char_runs], parsed.pages_without_text
     ('Hi there\\x0c', [(0, 8)], 1)
     """
+    decrypted = None
     with _quiet_mupdf():
-        doc = _open_pdf(bytes(source), doc_id)
+        doc, unlocked = _open_pdf(bytes(source), doc_id, passwords)
         try:
             parsed = _parse_open_document(doc, doc_id)
+            if unlocked:
+                decrypted = doc.tobytes(encryption=pymupdf.PDF_ENCRYPT_NONE)
         finally:
             doc.close()
         mupdf_messages = _drain_mupdf_messages()
+    if decrypted is not None:
+        parsed = dataclasses.replace(parsed, decrypted_source=decrypted)
     if not mupdf_messages:
         return parsed
-    return ParsedDocument(
-        doc_id=parsed.doc_id,
-        media_type=parsed.media_type,
-        text=parsed.text,
-        title=parsed.title,
-        pages=parsed.pages,
-        char_runs=parsed.char_runs,
-        warnings=parsed.warnings + mupdf_messages,
-    )
+    return dataclasses.replace(parsed, warnings=parsed.warnings + mupdf_messages)
 
 
 @contextmanager
@@ -150,7 +153,8 @@ def _truncate(message: str) -> str:
     return message
 
 
-def _open_pdf(source: bytes, doc_id: str) -> pymupdf.Document:
+def _open_pdf(source: bytes, doc_id: str, passwords: Sequence[PasswordLine] = ()) -> tuple[pymupdf.Document, bool]:
+    """The open document, and whether a password of ``passwords`` opened it."""
     if not source:
         raise CorruptDocumentError("cannot open: the file is empty", doc_id=doc_id)
     try:
@@ -163,10 +167,18 @@ def _open_pdf(source: bytes, doc_id: str) -> pymupdf.Document:
         kind = (doc.metadata or {}).get("format") or "another format"
         doc.close()
         raise CorruptDocumentError(f"not a PDF: MuPDF reads it as {kind}", doc_id=doc_id)
-    if doc.needs_pass and not doc.authenticate(""):
-        doc.close()
-        raise EncryptedDocumentError("encrypted: a password is needed to open it", doc_id=doc_id)
-    return doc
+    if not doc.needs_pass or doc.authenticate(""):
+        return doc, False
+    if any(doc.authenticate(entry.password) for entry in passwords):
+        return doc, True
+    doc.close()
+    if passwords:  # named by line: a message never holds a password
+        lines = ", ".join(str(entry.line) for entry in passwords)
+        raise EncryptedDocumentError(
+            f"encrypted: no password given for it opens it (--passwords line{'s' if len(passwords) > 1 else ''} {lines})",
+            doc_id=doc_id,
+        )
+    raise EncryptedDocumentError("encrypted: a password is needed to open it", doc_id=doc_id)
 
 
 def _with_mupdf_detail(message: str) -> str:

@@ -21,6 +21,7 @@ from ingest.chunker import chunk_spans, make_chunks
 from ingest.corpus import NotReadable, read_corpus_file
 from ingest.model import ModelInfo, load_tokenizer
 from ingest.parse import parse_document
+from ingest.passwords import Passwords
 from ingest.publish import write_once
 from schemas.errors import IndexWriteError
 from schemas.layout import IndexPaths
@@ -35,6 +36,7 @@ class WorkerSettings:
     index_root: Path
     max_file_bytes: int
     corpus_root: str | None = None  # resolved; a file must lie inside it (None: --follow-symlinks)
+    passwords: Passwords = Passwords()  # --passwords: tried on encrypted PDFs whose doc_id they match
 
 
 @dataclass(frozen=True, slots=True)
@@ -145,7 +147,8 @@ def _process(job: FileJob, settings: WorkerSettings) -> DocResult:
     if job.live_sha256 is not None and hashlib.sha256(source).hexdigest() == job.live_sha256:
         return DocResult(job.doc_id, None)
 
-    outcome = parse_document(source, job.doc_id, job.media_type, settings.max_file_bytes)
+    passwords = settings.passwords.for_doc(job.doc_id) if job.media_type is MediaType.PDF else ()
+    outcome = parse_document(source, job.doc_id, job.media_type, settings.max_file_bytes, passwords=passwords)
     record, parsed = outcome.record, outcome.parsed
     if parsed is None:
         return DocResult(job.doc_id, record)
@@ -188,6 +191,8 @@ def _store(root: Path, job: FileJob, source: bytes, record: DocumentRecord, pars
              (paths.source(record.source_sha256, job.path.suffix), source)]
     if parsed.decoded_source is not None:
         files.append((paths.decoded_source(record.source_sha256), parsed.decoded_source.encode("utf-8")))
+    if parsed.decrypted_source is not None:
+        files.append((paths.decrypted_source(record.source_sha256), parsed.decrypted_source))
     for path, data in files:
         try:
             write_once(path, data)

@@ -61,6 +61,10 @@ class IndexFormatError(SpanindexError):
     """An index (or one of its tables) is missing, damaged or of a format we do not know."""
 
 
+class PasswordFileError(SpanindexError):
+    """The --passwords file cannot be used (it never quotes a line: a line may hold a password)."""
+
+
 class CorpusError(SpanindexError):
     """The corpus folder cannot be read at all (missing, not a folder, not listable)."""
 

@@ -142,6 +142,7 @@ class ParsedDocument:
     char_runs: tuple[PdfCharRun, ...] = ()
     html_runs: tuple[HtmlRun, ...] = ()
     decoded_source: str | None = None  # HTML only: the source the runs index
+    decrypted_source: bytes | None = None  # a PDF opened with a password: the same file unencrypted, for the viewer
     warnings: tuple[str, ...] = ()
     source_url: str = ""  # HTML: the page's own absolute address (canonical link or og:url)
     hidden_runs: tuple[HiddenRun, ...] = ()  # sorted, non-overlapping

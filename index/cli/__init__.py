@@ -9,7 +9,7 @@ import sys
 
 from index.cli.registry import COMMANDS, EXIT_CANNOT_WRITE, EXIT_ERROR, EXIT_LOCKED, EXIT_OK, EXIT_USAGE
 from ingest.embed import Embedder
-from schemas.errors import IndexLockedError, IndexWriteError, SpanindexError
+from schemas.errors import IndexLockedError, IndexWriteError, PasswordFileError, SpanindexError
 
 
 def main(argv: list[str] | None = None, *, embedder: Embedder | None = None) -> int:
@@ -29,6 +29,9 @@ def main(argv: list[str] | None = None, *, embedder: Embedder | None = None) -> 
     except IndexWriteError as exc:
         print(f"spanindex: {exc}", file=sys.stderr)
         return EXIT_CANNOT_WRITE
+    except PasswordFileError as exc:
+        print(f"spanindex: {exc}", file=sys.stderr)
+        return EXIT_USAGE
     except SpanindexError as exc:
         print(f"spanindex: {exc}", file=sys.stderr)
         return EXIT_ERROR

@@ -28,6 +28,9 @@ def _build(p: argparse.ArgumentParser) -> None:
                    help="record a file whose parsing takes longer as an error and go on (default 600; 0: no limit)")
     p.add_argument("--follow-symlinks", action="store_true",
                    help="follow symlinks whose target lies outside the corpus folder (default: skip them)")
+    p.add_argument("--passwords", metavar="FILE",
+                   help="passwords for encrypted PDFs: lines of GLOB<TAB>PASSWORD, GLOB matched against the doc_id "
+                        "(never logged or stored)")
     p.add_argument("--wait", action="store_true", help="wait for another build on this index instead of refusing")
     p.add_argument("--strict", action="store_true", help="exit 1 when any document failed")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
@@ -39,6 +42,7 @@ def run_build(args) -> int:
     from tqdm import tqdm
 
     from ingest.build import BuildSettings, build_index
+    from ingest.passwords import Passwords
     from schemas.records import ChunkerSettings, SkipReason
 
     settings = BuildSettings(
@@ -53,6 +57,7 @@ def run_build(args) -> int:
         doc_timeout_s=args.doc_timeout,
         wait_for_lock=args.wait,
         follow_symlinks=args.follow_symlinks,
+        passwords=Passwords.read(args.passwords) if args.passwords else Passwords(),
     )
     bar = None
 
