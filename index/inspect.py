@@ -29,6 +29,11 @@ class ChunkPlace:
 
 def inspect_chunk(index: Index, chunk_id: str, *, glyph_boxes: bool = False) -> ChunkPlace:
     """Where ``chunk_id`` lies: offsets, pages and rectangles (PDF) or source range (HTML)."""
+    with index.request():
+        return _inspect(index, chunk_id, glyph_boxes)
+
+
+def _inspect(index: Index, chunk_id: str, glyph_boxes: bool) -> ChunkPlace:
     chunk = index.chunk(chunk_id)
     if chunk is None:
         raise SpanindexError(f"no chunk {chunk_id!r} in generation {index.generation.name}")

@@ -16,7 +16,7 @@ from collections.abc import Iterable
 
 from index.fragments import context, pdf_locator, text_fragment
 from index.match import DEFAULT_MIN_QUOTE_CHARS, find_in_document, match_quote
-from index.reader import Index
+from index.reader import Index, on_one_generation
 from schemas.citations import (
     Answer,
     Citation,
@@ -47,8 +47,9 @@ class Verifier:
         self.min_quote_chars = min_quote_chars
         # False: a quote of text a reader cannot see supports nothing (--policy refuse).
         self.hidden_supports = hidden_supports
-        self._documents: dict[str, DocumentRecord] = {}
+        self._documents: dict[tuple[str, str], DocumentRecord] = {}  # by (generation, doc_id)
 
+    @on_one_generation
     def cite(self, support: Support) -> Citation:
         """One support, checked and located."""
         base = Citation(
@@ -103,10 +104,12 @@ class Verifier:
             ),
         )
 
+    @on_one_generation
     def locate(self, citation: Citation, chunk: Chunk, char_start: int, char_end: int, *, occurrences: int = 1) -> Citation:
         """``citation`` placed at ``chunk.text[char_start:char_end]``: offsets, page, rectangles, source."""
         return citation.placed(self.place(chunk, char_start, char_end, occurrences))
 
+    @on_one_generation
     def place(self, chunk: Chunk, char_start: int, char_end: int, occurrences: int = 1) -> Placement:
         """Where ``chunk.text[char_start:char_end]`` lies: document offsets, context, and for a PDF
         the page and line rectangles, for HTML the decoded-source range and a text fragment."""
@@ -158,6 +161,7 @@ class Verifier:
             return span
         return span
 
+    @on_one_generation
     def verify_claim(self, answer_id: str, claim: Claim) -> ClaimRecord:
         if claim.error:
             return ClaimRecord(answer_id, claim.claim_id, claim.text, ClaimVerdict.INVALID, error=claim.error)
@@ -169,9 +173,10 @@ class Verifier:
         return ClaimRecord(answer_id, claim.claim_id, claim.text, verdict, citations)
 
     def _document(self, doc_id: str) -> DocumentRecord:
-        if doc_id not in self._documents:
-            self._documents[doc_id] = self.index.document(doc_id)
-        return self._documents[doc_id]
+        key = (self.index.generation.name, doc_id)
+        if key not in self._documents:
+            self._documents[key] = self.index.document(doc_id)
+        return self._documents[key]
 
     def _media_type(self, doc_id: str) -> MediaType:
         return self._document(doc_id).media_type
@@ -184,9 +189,10 @@ def verify_answer(
     policy: Policy = Policy.MARK,
     min_quote_chars: int = DEFAULT_MIN_QUOTE_CHARS,
 ) -> tuple[list[ClaimRecord], VerifySummary]:
-    """Every claim of ``answer``, checked; the policy decides what happens to failed ones."""
+    """Every claim of ``answer``, checked (all on one generation); the policy decides what happens to failed ones."""
     verifier = Verifier(index, min_quote_chars=min_quote_chars)
-    records = [verifier.verify_claim(answer.answer_id, claim) for claim in answer.claims]
+    with index.request():
+        records = [verifier.verify_claim(answer.answer_id, claim) for claim in answer.claims]
     summary = summarize(records)
     if policy is Policy.DROP:
         records = [

@@ -23,6 +23,7 @@ from pathlib import Path
 
 import pyarrow.compute as pc
 
+from ingest.corpus import CorpusFile, SkippedFile, discover
 from ingest.embed import Embedder, VectorQueue
 from ingest.executors import Executor, LocalExecutor
 from ingest.faiss_index import build_ann, check_factory, id_changes, plan_index, update_ann, update_reason
@@ -32,13 +33,15 @@ from ingest.model import ModelInfo, resolve_model
 from ingest.ocr import describe, resolve_ocr
 from ingest.normalize import NORMALIZER_VERSION
 from ingest.parse import PARSER_VERSION, media_type_of
-from ingest.publish import fsync_dir, publish
-from ingest.retention import retire_generations
+from ingest.passwords import Passwords
+from ingest.publish import fsync_dir, publish, write_failure
+from ingest.retention import collect_garbage, retire_generations
 from ingest.reuse import LiveGeneration, carry_over
 from ingest.worker import DocResult, FileJob, WorkerSettings
 from ingest.write import GenerationWriter
 from schemas.ann import AUTO_FACTORY
 from schemas.embedding import Device, EmbedBackend
+from schemas.errors import CorpusError
 from schemas.layout import FAISS_FILE, IndexPaths, read_current
 from schemas.limits import MAX_DOC_CHARS, MAX_FILE_MB, MAX_PDF_PAGES
 from schemas.records import ChunkerSettings, DocStatus, Manifest, MediaType, OcrSettings
@@ -64,6 +67,8 @@ class BuildSettings:
     embed_batch: int = 256
     html_layout: bool = False  # lay HTML pages out in headless Chromium: boxes and hidden text
     ocr: OcrSettings | None = None  # None: --ocr auto where Tesseract is installed, else none
+    follow_symlinks: bool = False  # follow links whose target lies outside the corpus folder
+    passwords: Passwords = Passwords()  # for encrypted PDFs, by doc_id pattern (never stored, never shown)
 
 
 @dataclass(frozen=True, slots=True)
@@ -84,7 +89,7 @@ class BuildReport:
     by_status: collections.Counter = field(default_factory=collections.Counter)
     failures: list[tuple[str, str, str]] = field(default_factory=list)  # doc_id, status, reason
     internal_errors: list[tuple[str, str]] = field(default_factory=list)  # doc_id, traceback
-    skipped: list[str] = field(default_factory=list)  # files of unknown type
+    skipped: list[SkippedFile] = field(default_factory=list)  # files that are not documents, and why
     warned: list[tuple[str, str]] = field(default_factory=list)  # doc_id, what was recovered from
     hidden: list[tuple[str, int]] = field(default_factory=list)  # doc_id, characters a reader cannot see
     added: int = 0
@@ -111,24 +116,6 @@ class BuildReport:
     layout: LayoutStats = LayoutStats()  # over the HTML pages this build laid out
 
 
-def discover(corpus: Path) -> tuple[list[tuple[str, Path]], list[str]]:
-    """(doc_id, path) of every supported file, sorted; and the doc ids of the others.
-
-    doc_id is the POSIX path relative to the corpus root. Hidden files and folders
-    (names starting with '.') are not part of the corpus.
-    """
-    found, skipped = [], []
-    for dirpath, dirnames, filenames in os.walk(corpus):
-        dirnames[:] = sorted(d for d in dirnames if not d.startswith("."))
-        for name in sorted(filenames):
-            if name.startswith("."):
-                continue
-            path = Path(dirpath) / name
-            doc_id = path.relative_to(corpus).as_posix()
-            (found if media_type_of(doc_id) else skipped).append((doc_id, path))
-    return sorted(found), sorted(d for d, _ in skipped)
-
-
 def build_index(
     corpus: str | Path,
     index_dir: str | Path,
@@ -150,55 +137,108 @@ def build_index(
     """
     started = time.perf_counter()
     corpus, paths = Path(corpus), IndexPaths(Path(index_dir))
-    paths.root.mkdir(parents=True, exist_ok=True)
+    if not corpus.is_dir():  # before the index is touched: a mistyped corpus must not publish an empty index
+        raise CorpusError(f"{corpus}: {'not a folder' if corpus.exists() else 'no such folder'}")
+    with _writing(paths):
+        paths.root.mkdir(parents=True, exist_ok=True)
     model = resolve_model(settings.model)
-    with BuildLock(paths.lock, wait=settings.wait_for_lock), contextlib.ExitStack() as stack:
-        _remove_debris(paths)
-        executor = executor or stack.enter_context(LocalExecutor(settings.workers))
-        embedder = stack.enter_context(
+    with contextlib.ExitStack() as held:
+        with _writing(paths):
+            held.enter_context(BuildLock(paths.lock, wait=settings.wait_for_lock))
+            _remove_debris(paths)
+        executor = executor or held.enter_context(LocalExecutor(settings.workers))
+        embedder = held.enter_context(
             executor.embedding(model, embedder, settings.embed_backend, settings.device))
         check_factory(settings.faiss_factory, embedder.dim)
         ocr, ocr_skipped = resolve_ocr(settings.ocr)  # once per build, not per file
         settings = dataclasses.replace(settings, ocr=ocr)
-        live, full_reason = LiveGeneration.open_compatible(paths, settings, embedder, NORMALIZER_VERSION)
-        name = _next_generation_name(paths)
-        report = BuildReport(generation=name, executor=executor.describe(), full_reason=full_reason)
-        if settings.html_layout:
+        with _writing(paths):
             try:
-                report.html_layout = layout_engine()
-            except LayoutError as exc:  # said once; everything else is built as without the stage
-                report.warnings.append(f"HTML layout skipped: {exc.message}")
-        report.ocr = describe(ocr)
-        if ocr_skipped:
-            report.warnings.append(ocr_skipped)
-        tmp_dir = paths.generations / f".{name}.tmp-{os.getpid()}"
-        writer = GenerationWriter(tmp_dir, embedder.model_id, embedder.dim)
-        try:
-            manifest = _write_generation(corpus, paths, settings, model, executor, embedder, live, writer, report,
-                                         progress)
-        except BaseException:
-            writer.abort()
-            shutil.rmtree(tmp_dir, ignore_errors=True)
-            raise
-        finally:
-            close_shared_browser()  # one that laid pages out in this process (--workers 1)
-        os.rename(tmp_dir, paths.generation(name))
-        fsync_dir(paths.generations)
-        publish(paths, name)
-        retire_generations(paths, keep=settings.keep_generations, keep_texts=settings.keep_texts)
-        report.warnings.extend(manifest.warnings)
+                report = _build_locked(corpus, paths, settings, model, executor, embedder, ocr_skipped, progress)
+            finally:
+                close_shared_browser()  # one that laid pages out in this process (--workers 1)
     report.seconds = time.perf_counter() - started
     return report
 
 
+def _build_locked(corpus, paths, settings, model, executor, embedder, ocr_skipped, progress) -> BuildReport:
+    """Write a generation beside the live one, publish it, retire old ones (the lock is held)."""
+    live, full_reason = LiveGeneration.open_compatible(paths, settings, embedder, NORMALIZER_VERSION)
+    name = _next_generation_name(paths)
+    report = BuildReport(generation=name, executor=executor.describe(), full_reason=full_reason)
+    if settings.html_layout:
+        try:
+            report.html_layout = layout_engine()
+        except LayoutError as exc:  # said once; everything else is built as without the stage
+            report.warnings.append(f"HTML layout skipped: {exc.message}")
+    report.ocr = describe(settings.ocr)
+    if ocr_skipped:
+        report.warnings.append(ocr_skipped)
+    tmp_dir = paths.generations / f".{name}.tmp-{os.getpid()}"
+    writer = GenerationWriter(tmp_dir, embedder.model_id, embedder.dim)
+    try:
+        manifest = _write_generation(corpus, paths, settings, model, executor, embedder, live, writer, report,
+                                     progress)
+        os.rename(tmp_dir, paths.generation(name))
+        fsync_dir(paths.generations)
+        publish(paths, name)
+    except BaseException:
+        writer.abort()
+        shutil.rmtree(tmp_dir, ignore_errors=True)
+        if read_current(paths) != name:  # written but not published: it takes space and will never serve
+            shutil.rmtree(paths.generation(name), ignore_errors=True)
+            _give_back_space(paths, settings)
+        raise
+    report.warnings.extend(manifest.warnings)
+    try:
+        retire_generations(paths, keep=settings.keep_generations, keep_texts=settings.keep_texts)
+    except OSError as exc:  # published: the next build retires what this one could not
+        report.warnings.append(f"old generations not retired: {exc.strerror or exc}")
+    return report
+
+
+def _give_back_space(paths: IndexPaths, settings: BuildSettings) -> None:
+    """Texts and sources this build stored for a generation that will never serve (a full disk needs them gone)."""
+    try:
+        collect_garbage(paths, keep_texts=settings.keep_texts)
+    except OSError:
+        pass  # the next build collects them
+
+
+@contextlib.contextmanager
+def _writing(paths: IndexPaths) -> Iterator[None]:
+    """An OS error while the index is written is the index's: one clear error, naming what still serves."""
+    try:
+        yield
+    except OSError as exc:
+        try:
+            live = read_current(paths)
+        except OSError:
+            live = None
+        raise write_failure(paths, _os_reason(exc, paths.root), live) from None
+
+
+def _os_reason(exc: OSError, root: Path) -> str:
+    """'No space left on device (writing texts/ab12….txt)': the file relative to the index where it lies in it."""
+    if not exc.filename:
+        return exc.strerror or str(exc)
+    where = Path(os.fsdecode(exc.filename))
+    if where.is_relative_to(root) and where != root:
+        return f"{exc.strerror or exc} (writing {where.relative_to(root)})"
+    return f"{exc.strerror or exc} ({where})"
+
+
 def _write_generation(corpus, paths, settings, model, executor, embedder, live, writer, report, progress) -> Manifest:
-    files, report.skipped = discover(corpus)
+    found = discover(corpus, follow_symlinks=settings.follow_symlinks, index_folder=paths.root)
+    files, report.skipped = found.files, found.skipped
     report.n_files = len(files)
     live_files = live.files if live else {}
-    reusable = live_files
+    # A file whose live row is an error is carried over unchanged, unless a password may open it now.
+    retry = {f.doc_id for f in files if live and f.doc_id in live.failed and settings.passwords.for_doc(f.doc_id)}
+    reusable = {doc_id: sha for doc_id, sha in live_files.items() if doc_id not in retry}
     if live and live.generation.manifest.html_layout != report.html_layout:
         # laid out by another engine, or not at all: HTML pages are parsed and laid out again
-        reusable = {d: sha for d, sha in live_files.items() if media_type_of(d) is not MediaType.HTML}
+        reusable = {d: sha for d, sha in reusable.items() if media_type_of(d) is not MediaType.HTML}
     vectors = VectorQueue(
         embedder,
         writer.add_vectors,
@@ -207,41 +247,46 @@ def _write_generation(corpus, paths, settings, model, executor, embedder, live, 
         known_vectors=live.vectors if live else None,
     )
     files_sha: dict[str, str] = {}
-    for done, result in enumerate(_process_all(executor, files, paths, settings, model, reusable,
-                                               bool(report.html_layout)), start=1):
-        if result.unchanged:
-            record = carry_over(live, result.doc_id, writer, vectors)
-            report.unchanged += 1
-        else:
-            record = result.record
-            if result.doc_id in live_files:
-                report.changed += 1
+    corpus_root = None if settings.follow_symlinks else found.root
+    # Closed on the way out: a build that stops (a full disk) does not wait for the files in flight.
+    results = _process_all(executor, files, corpus_root, paths, settings, model, reusable, bool(report.html_layout))
+    with contextlib.closing(results):
+        for done, result in enumerate(results, start=1):
+            if result.unchanged:
+                record = carry_over(live, result.doc_id, writer, vectors)
+                report.unchanged += 1
             else:
-                report.added += 1
-            for table_name, rows in result.tables.items():
-                writer.add_rows(table_name, rows)
-                if table_name == "pdf_pages":
-                    report.ocr_pages += int(pc.sum(rows.column("ocr")).as_py() or 0)
-            if result.chunks is not None:
-                writer.add_rows("chunks", vectors.assign(result.chunks, result.embed_texts))
-            if result.internal_error:
-                report.internal_errors.append((result.doc_id, result.internal_error))
-            report.parse_seconds += result.seconds
-            if result.layout is not None:
-                report.layout += result.layout
-            report.worker_peak_rss_mb = max(report.worker_peak_rss_mb, result.peak_rss_kb / 1024)
-        writer.add_document(record)
-        files_sha[record.doc_id] = record.source_sha256
-        report.by_status[record.status.value] += 1
-        report.chunks += record.n_chunks
-        if record.status is not DocStatus.OK:
-            report.failures.append((record.doc_id, record.status.value, record.error))
-        elif record.warning:
-            report.warned.append((record.doc_id, record.warning))
-        if record.n_hidden_chars:
-            report.hidden.append((record.doc_id, record.n_hidden_chars))
-        if progress:
-            progress(Progress(done, len(files), result.doc_id, "unchanged" if result.unchanged else record.status.value))
+                if result.write_error:
+                    raise write_failure(paths, result.write_error, read_current(paths))
+                record = result.record
+                if result.doc_id in live_files:
+                    report.changed += 1
+                else:
+                    report.added += 1
+                for table_name, rows in result.tables.items():
+                    writer.add_rows(table_name, rows)
+                    if table_name == "pdf_pages":
+                        report.ocr_pages += int(pc.sum(rows.column("ocr")).as_py() or 0)
+                if result.chunks is not None:
+                    writer.add_rows("chunks", vectors.assign(result.chunks, result.embed_texts))
+                if result.internal_error:
+                    report.internal_errors.append((result.doc_id, result.internal_error))
+                report.parse_seconds += result.seconds
+                if result.layout is not None:
+                    report.layout += result.layout
+                report.worker_peak_rss_mb = max(report.worker_peak_rss_mb, result.peak_rss_kb / 1024)
+            writer.add_document(record)
+            files_sha[record.doc_id] = record.source_sha256
+            report.by_status[record.status.value] += 1
+            report.chunks += record.n_chunks
+            if record.status is not DocStatus.OK:
+                report.failures.append((record.doc_id, record.status.value, record.error))
+            elif record.warning:
+                report.warned.append((record.doc_id, record.warning))
+            if record.n_hidden_chars:
+                report.hidden.append((record.doc_id, record.n_hidden_chars))
+            if progress:
+                progress(Progress(done, len(files), result.doc_id, "unchanged" if result.unchanged else record.status.value))
     vectors.flush()
     report.removed = len(set(live_files) - set(files_sha))
     report.chunks_embedded, report.chunks_reused = vectors.embedded, vectors.reused
@@ -302,8 +347,8 @@ def _vector_index(vectors, settings: BuildSettings, live, queue, report: BuildRe
     return index, ann, warning
 
 
-def _process_all(executor: Executor, files, paths, settings: BuildSettings, model: ModelInfo, live_files,
-                 html_layout: bool) -> Iterator[DocResult]:
+def _process_all(executor: Executor, files: list[CorpusFile], corpus_root: str | None, paths, settings: BuildSettings,
+                 model: ModelInfo, live_files, html_layout: bool) -> Iterator[DocResult]:
     """Results in file order; parsing (and the layout of HTML pages) runs ahead, where the executor runs it."""
     worker_settings = WorkerSettings(
         model=model,
@@ -314,8 +359,10 @@ def _process_all(executor: Executor, files, paths, settings: BuildSettings, mode
         max_chars=settings.max_chars,
         html_layout=html_layout,
         ocr=settings.ocr,
+        corpus_root=corpus_root,
+        passwords=settings.passwords,
     )
-    jobs = [FileJob(path, doc_id, media_type_of(doc_id), live_files.get(doc_id)) for doc_id, path in files]
+    jobs = [FileJob(f.path, f.doc_id, media_type_of(f.doc_id), live_files.get(f.doc_id), f.id_note) for f in files]
     return executor.process(jobs, worker_settings, settings.doc_timeout_s or None)
 
 

@@ -6,10 +6,13 @@ row with ``status=error`` and a reason, never an exception out of the batch.
 
 from __future__ import annotations
 
+import functools
 import hashlib
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import PurePosixPath
 
+from ingest.passwords import PasswordLine
 from schemas.errors import DocumentError
 from schemas.limits import DocumentLimits
 from schemas.records import DocStatus, DocumentRecord, MediaType, OcrMode, OcrSettings, ParsedDocument
@@ -51,11 +54,14 @@ def parse_document(
     media_type: MediaType,
     limits: DocumentLimits = DocumentLimits(),
     ocr: OcrSettings = OcrSettings(),
+    *,
+    passwords: Sequence[PasswordLine] = (),
 ) -> ParseOutcome:
     """Parse one file's bytes; every outcome, failures included, is a document record.
 
     Over one of ``limits`` (bytes, pages, characters of text) the record is an error with the reason.
-    ``ocr`` says which PDF pages are read by OCR (``ingest.pdf_ocr``).
+    ``ocr`` says which PDF pages are read by OCR (``ingest.pdf_ocr``); ``passwords``: the
+    --passwords lines that match this document (PDF only).
     """
     base = dict(
         doc_id=doc_id,
@@ -69,7 +75,7 @@ def parse_document(
         reason = f"file too large: {len(source):,} bytes, the limit is {limits.max_file_bytes:,} (--max-file-mb)"
         return ParseOutcome(_failed(base, DocStatus.ERROR, reason), None)
     try:
-        parsed = _parser(media_type, limits, ocr)(source, doc_id)
+        parsed = _parser(media_type, limits, ocr, passwords)(source, doc_id)
     except DocumentError as exc:
         return ParseOutcome(_failed(base, DocStatus.ERROR, exc.message), None)
     if len(parsed.text) > limits.max_chars:
@@ -78,12 +84,12 @@ def parse_document(
     return ParseOutcome(_parsed_record(base, parsed, ocr), parsed)
 
 
-def _parser(media_type: MediaType, limits: DocumentLimits, ocr: OcrSettings):
+def _parser(media_type: MediaType, limits: DocumentLimits, ocr: OcrSettings, passwords: Sequence[PasswordLine] = ()):
     # Imported on use: a worker parsing only text files never loads PyMuPDF.
     if media_type is MediaType.PDF:
         from ingest.pdf import parse_pdf
 
-        return lambda source, doc_id: parse_pdf(source, doc_id, ocr, max_pages=limits.max_pages)
+        return lambda source, doc_id: parse_pdf(source, doc_id, ocr, max_pages=limits.max_pages, passwords=passwords)
     if media_type is MediaType.HTML:
         from ingest.html import parse_html
 

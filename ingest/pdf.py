@@ -30,7 +30,7 @@ import bisect
 import dataclasses
 import gc
 import re
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from itertools import chain, compress
 from operator import itemgetter
@@ -38,6 +38,7 @@ from operator import itemgetter
 import numpy as np
 import pymupdf
 
+from ingest.passwords import PasswordLine
 from ingest.pdf_ocr import OcrSettings, read_pages
 from ingest.pdf_page import BLOCK_SEPARATOR, EMPTY_PAGE, LINE_SEPARATOR, PAGE_SEPARATOR, PageText
 from ingest.pdf_visibility import hidden_codes, hidden_runs, styles_of_spans
@@ -75,11 +76,16 @@ _char_is_synthetic = itemgetter("synthetic")
 
 
 def parse_pdf(
-    source: bytes, doc_id: str, ocr: OcrSettings | None = None, *, max_pages: int | None = None
+    source: bytes, doc_id: str, ocr: OcrSettings | None = None, *, max_pages: int | None = None,
+    passwords: Sequence[PasswordLine] = (),
 ) -> ParsedDocument:
     """Parse PDF bytes into the document text, its pages and the glyph boxes of its characters.
 
-    Raises ``EncryptedDocumentError`` when a user password is needed and
+    ``passwords`` are tried in order when the file needs a user password; one that
+    opens it also gives ``decrypted_source``, the file without encryption (the viewer
+    renders its pages: the password is never stored).
+
+    Raises ``EncryptedDocumentError`` when a user password is needed (and none given opens it) and
     ``CorruptDocumentError`` when MuPDF cannot open the file, it has no pages, or
     no page can be read, and ``DocumentTooLargeError`` when it has more than ``max_pages``
     (before any page is read). Pages without a text layer are not an error: they have
@@ -95,17 +101,22 @@ def parse_pdf(
     >>> parsed.text, [(r.start, r.end) for r in parsed.char_runs], parsed.pages_without_text
     ('Hi there\\x0c', [(0, 8)], 1)
     """
+    decrypted = None
     with _quiet_mupdf():
-        doc = _open_pdf(bytes(source), doc_id)
+        doc, unlocked = _open_pdf(bytes(source), doc_id, passwords)
         try:
             if max_pages is not None and doc.page_count > max_pages:
                 raise DocumentTooLargeError(
                     f"{doc.page_count:,} pages, over the limit of {max_pages:,} (--max-pages)", doc_id=doc_id
                 )
             parsed = _parse_open_document(doc, doc_id, ocr or OcrSettings())
+            if unlocked:
+                decrypted = doc.tobytes(encryption=pymupdf.PDF_ENCRYPT_NONE)
         finally:
             doc.close()
         mupdf_messages = _drain_mupdf_messages()
+    if decrypted is not None:
+        parsed = dataclasses.replace(parsed, decrypted_source=decrypted)
     if not mupdf_messages:
         return parsed
     return dataclasses.replace(parsed, warnings=parsed.warnings + mupdf_messages)
@@ -157,7 +168,8 @@ def _truncate(message: str) -> str:
     return message
 
 
-def _open_pdf(source: bytes, doc_id: str) -> pymupdf.Document:
+def _open_pdf(source: bytes, doc_id: str, passwords: Sequence[PasswordLine] = ()) -> tuple[pymupdf.Document, bool]:
+    """The open document, and whether a password of ``passwords`` opened it."""
     if not source:
         raise CorruptDocumentError("cannot open: the file is empty", doc_id=doc_id)
     try:
@@ -170,10 +182,18 @@ def _open_pdf(source: bytes, doc_id: str) -> pymupdf.Document:
         kind = (doc.metadata or {}).get("format") or "another format"
         doc.close()
         raise CorruptDocumentError(f"not a PDF: MuPDF reads it as {kind}", doc_id=doc_id)
-    if doc.needs_pass and not doc.authenticate(""):
-        doc.close()
-        raise EncryptedDocumentError("encrypted: a password is needed to open it", doc_id=doc_id)
-    return doc
+    if not doc.needs_pass or doc.authenticate(""):
+        return doc, False
+    if any(doc.authenticate(entry.password) for entry in passwords):
+        return doc, True
+    doc.close()
+    if passwords:  # named by line: a message never holds a password
+        lines = ", ".join(str(entry.line) for entry in passwords)
+        raise EncryptedDocumentError(
+            f"encrypted: no password given for it opens it (--passwords line{'s' if len(passwords) > 1 else ''} {lines})",
+            doc_id=doc_id,
+        )
+    raise EncryptedDocumentError("encrypted: a password is needed to open it", doc_id=doc_id)
 
 
 def _with_mupdf_detail(message: str) -> str:

@@ -164,7 +164,7 @@ class RayExecutor:
         try:
             while True:
                 while len(window) < self.in_flight and (job := next(pending, None)) is not None:
-                    window.append(self._submit(job, shipped, settings.max_file_bytes, expected, work))
+                    window.append(self._submit(job, shipped, settings, expected, work))
                 if not window:
                     return
                 flight = window.popleft()
@@ -182,8 +182,8 @@ class RayExecutor:
                 if flight.task is not None:
                     ray.cancel(flight.task, force=True)
 
-    def _submit(self, job, shipped, max_bytes, expected, work) -> _Flight:
-        source = read_source(job, max_bytes)
+    def _submit(self, job, shipped, settings: WorkerSettings, expected, work) -> _Flight:
+        source = read_source(job, settings)
         if isinstance(source, DocResult):  # too large, unreadable, or unchanged: no task needed
             return _Flight(job, result=source)
         flight = _Flight(job, source=self._ray.put(source), call=(shipped, expected, work))

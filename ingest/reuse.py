@@ -18,7 +18,7 @@ from ingest.previous import PublishedGeneration
 from ingest.write import GenerationWriter
 from schemas.errors import IndexFormatError
 from schemas.layout import IndexPaths, read_current
-from schemas.records import DocumentRecord, OcrSettings
+from schemas.records import DocStatus, DocumentRecord, OcrSettings
 from schemas.tables import DOCUMENT_MAP_TABLES, document_records
 
 MAP_TABLES = DOCUMENT_MAP_TABLES
@@ -28,6 +28,7 @@ MAP_TABLES = DOCUMENT_MAP_TABLES
 class LiveGeneration:
     generation: PublishedGeneration
     files: dict[str, str]  # doc_id -> source sha256
+    failed: frozenset[str]  # doc_ids whose row is an error (a password may open one now)
     embed_cache: dict[str, int]  # embed_sha256 -> vector_id
     vectors: np.ndarray
 
@@ -61,9 +62,10 @@ class LiveGeneration:
             return None, f"{', '.join(differences)} changed since generation {name}: full rebuild"
         chunks = generation.table("chunks", ["embed_sha256", "vector_id"])
         embed_cache = dict(zip(chunks.column("embed_sha256").to_pylist(), chunks.column("vector_id").to_pylist()))
-        documents = generation.table("documents", ["doc_id", "source_sha256"])
+        documents = generation.table("documents", ["doc_id", "source_sha256", "status"])
         files = dict(zip(documents.column("doc_id").to_pylist(), documents.column("source_sha256").to_pylist()))
-        return cls(generation, files, embed_cache, generation.vectors()), ""
+        failed = frozenset(d for d, s in zip(files, documents.column("status").to_pylist()) if s == DocStatus.ERROR)
+        return cls(generation, files, failed, embed_cache, generation.vectors()), ""
 
     def document(self, doc_id: str) -> DocumentRecord:
         return document_records(self.generation.rows_of("documents", doc_id))[0]

@@ -25,9 +25,12 @@ from typing import TYPE_CHECKING
 import pyarrow as pa
 
 from ingest.chunker import chunk_spans, make_chunks
+from ingest.corpus import NotReadable, read_corpus_file
 from ingest.model import ModelInfo, load_tokenizer
 from ingest.parse import parse_document
+from ingest.passwords import Passwords
 from ingest.publish import write_once
+from schemas.errors import IndexWriteError
 from schemas.layout import IndexPaths
 from schemas.limits import MAX_DOC_CHARS, MAX_PDF_PAGES, DocumentLimits
 from schemas.records import ChunkerSettings, DocStatus, DocumentRecord, MediaType, OcrSettings, ParsedDocument
@@ -54,6 +57,8 @@ class WorkerSettings:
     max_chars: int = MAX_DOC_CHARS
     html_layout: bool = False  # lay HTML pages out in a browser (boxes, hidden text)
     ocr: OcrSettings = OcrSettings()  # resolved by the build: OFF where Tesseract is missing
+    corpus_root: str | None = None  # resolved; a file must lie inside it (None: --follow-symlinks)
+    passwords: Passwords = Passwords()  # --passwords: tried on encrypted PDFs whose doc_id they match
 
 
 @dataclass(frozen=True, slots=True)
@@ -62,6 +67,7 @@ class FileJob:
     doc_id: str
     media_type: MediaType
     live_sha256: str | None  # the file's hash in the live generation, if it is there
+    id_note: str = ""  # why doc_id is not the file's name as it is (ingest.corpus.safe_doc_id)
 
 
 @dataclass(frozen=True, slots=True, eq=False)
@@ -71,6 +77,7 @@ class DocumentFiles:
     text: bytes  # the document text, UTF-8
     source_suffix: str
     decoded_source: bytes | None = None  # HTML: the decoded source its map indexes, UTF-8
+    decrypted_source: bytes | None = None  # a PDF opened with --passwords, without its encryption
 
 
 @dataclass(slots=True, eq=False)
@@ -85,6 +92,7 @@ class DocResult:
     internal_error: str = ""  # traceback of an unexpected failure (a bug, not bad input)
     layout: LayoutStats | None = None  # HTML laid out by the browser (--html-layout)
     files: DocumentFiles | None = None  # to store, when the worker had no index folder
+    write_error: str = ""  # the index could not be written (disk full, read-only): the build must stop
 
     @property
     def unchanged(self) -> bool:
@@ -115,12 +123,21 @@ def _guarded(job: FileJob, work) -> DocResult:
     assert _settings is not None, "init_worker was not called"
     started = time.perf_counter()
     try:
-        result = work(_settings)
+        result = _with_id_note(work(_settings), job)
+    except IndexWriteError as exc:  # not this file's fault: the whole build stops
+        result = DocResult(job.doc_id, _error_record(job, "not stored"), write_error=str(exc))
     except Exception as exc:  # a parser bug must not end the batch; the traceback is kept
         record = _error_record(job, f"internal error while parsing: {type(exc).__name__}: {exc}")
         result = DocResult(job.doc_id, record, internal_error=traceback.format_exc())
     result.seconds = time.perf_counter() - started
     result.peak_rss_kb = _peak_rss_kb()
+    return result
+
+
+def _with_id_note(result: DocResult, job: FileJob) -> DocResult:
+    if job.id_note and result.record is not None and job.id_note not in result.record.warning:
+        warning = "; ".join(w for w in (job.id_note, result.record.warning) if w)
+        result.record = dataclasses.replace(result.record, warning=warning)
     return result
 
 
@@ -149,6 +166,7 @@ def timed_out_result(job: FileJob, seconds: float) -> DocResult:
 
 def _error_record(job: FileJob, reason: str) -> DocumentRecord:
     return DocumentRecord(
+        warning=job.id_note,
         doc_id=job.doc_id,
         doc_version="",
         source_sha256="",
@@ -162,14 +180,13 @@ def _error_record(job: FileJob, reason: str) -> DocumentRecord:
     )
 
 
-def read_source(job: FileJob, max_file_bytes: int) -> bytes | DocResult:
-    """The file's bytes; or its result when they need no parsing (too large, unreadable, unchanged)."""
+def read_source(job: FileJob, settings: WorkerSettings) -> bytes | DocResult:
+    """The file's bytes; or its result when they need no parsing (too large, not a regular file
+    inside the corpus, unreadable, unchanged)."""
     try:
-        size = job.path.stat().st_size
-        if size > max_file_bytes:  # refused unread: a huge file never reaches memory
-            reason = f"file too large: {size:,} bytes, the limit is {max_file_bytes:,} (--max-file-mb)"
-            return DocResult(job.doc_id, _error_record(job, reason))
-        source = job.path.read_bytes()
+        source = read_corpus_file(job.path, settings.corpus_root, settings.max_file_bytes)
+    except NotReadable as exc:
+        return DocResult(job.doc_id, _error_record(job, str(exc)))
     except OSError as exc:
         return DocResult(job.doc_id, _error_record(job, f"cannot read the file: {exc.strerror or exc}"))
     if job.live_sha256 is not None and hashlib.sha256(source).hexdigest() == job.live_sha256:
@@ -178,7 +195,7 @@ def read_source(job: FileJob, max_file_bytes: int) -> bytes | DocResult:
 
 
 def _process(job: FileJob, settings: WorkerSettings) -> DocResult:
-    source = read_source(job, settings.max_file_bytes)
+    source = read_source(job, settings)
     if isinstance(source, DocResult):
         return source
     return _process_source(job, source, settings)
@@ -186,7 +203,8 @@ def _process(job: FileJob, settings: WorkerSettings) -> DocResult:
 
 def _process_source(job: FileJob, source: bytes, settings: WorkerSettings) -> DocResult:
     limits = DocumentLimits(settings.max_file_bytes, settings.max_pages, settings.max_chars)
-    outcome = parse_document(source, job.doc_id, job.media_type, limits, settings.ocr)
+    passwords = settings.passwords.for_doc(job.doc_id) if job.media_type is MediaType.PDF else ()
+    outcome = parse_document(source, job.doc_id, job.media_type, limits, settings.ocr, passwords=passwords)
     record, parsed = outcome.record, outcome.parsed
     if parsed is None:
         return DocResult(job.doc_id, record)
@@ -217,6 +235,7 @@ def _process_source(job: FileJob, source: bytes, settings: WorkerSettings) -> Do
         text=parsed.text.encode("utf-8"),
         source_suffix=job.path.suffix,
         decoded_source=None if parsed.decoded_source is None else parsed.decoded_source.encode("utf-8"),
+        decrypted_source=parsed.decrypted_source,
     )
     if settings.index_root is not None:
         store_document(settings.index_root, record, source, files)
@@ -271,10 +290,17 @@ def _map_tables(parsed: ParsedDocument) -> dict[str, pa.Table]:
 def store_document(root: Path, record: DocumentRecord, source: bytes, files: DocumentFiles) -> None:
     """Texts and sources are content-addressed and shared by generations: write once."""
     paths = IndexPaths(root)
-    write_once(paths.text(record.doc_version), files.text)
-    write_once(paths.source(record.source_sha256, files.source_suffix), source)
+    written = [(paths.text(record.doc_version), files.text),
+               (paths.source(record.source_sha256, files.source_suffix), source)]
     if files.decoded_source is not None:
-        write_once(paths.decoded_source(record.source_sha256), files.decoded_source)
+        written.append((paths.decoded_source(record.source_sha256), files.decoded_source))
+    if files.decrypted_source is not None:
+        written.append((paths.decrypted_source(record.source_sha256), files.decrypted_source))
+    for path, data in written:
+        try:
+            write_once(path, data)
+        except OSError as exc:
+            raise IndexWriteError(f"{exc.strerror or exc} (writing {path.relative_to(root)})") from None
 
 
 _SURROGATE = re.compile("[\ud800-\udfff]")

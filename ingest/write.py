@@ -8,10 +8,12 @@ CURRENT.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import hashlib
 import os
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
@@ -64,7 +66,8 @@ class GenerationWriter:
             return
         if vectors.shape[1] != self.dim:
             raise ValueError(f"vector dimension {vectors.shape[1]}, index dimension {self.dim}")
-        self._vectors.write(np.ascontiguousarray(vectors, dtype=np.float32).tobytes())
+        with _naming(self.gen_dir / VECTORS_FILE):
+            self._vectors.write(np.ascontiguousarray(vectors, dtype=np.float32).tobytes())
         self.n_vectors += vectors.shape[0]
 
     def vectors_written(self) -> np.ndarray:
@@ -78,8 +81,9 @@ class GenerationWriter:
         if not self._pending[table_name]:
             return
         batch = pa.concat_tables(self._pending[table_name])
-        writer = self._writer(table_name)
-        writer.write_table(batch.cast(writer.schema), row_group_size=ROW_GROUP_ROWS[table_name])
+        with _naming(self.gen_dir / TABLE_FILES[table_name]):
+            writer = self._writer(table_name)
+            writer.write_table(batch.cast(writer.schema), row_group_size=ROW_GROUP_ROWS[table_name])
         self._pending[table_name] = []
         self._pending_rows[table_name] = 0
 
@@ -98,26 +102,33 @@ class GenerationWriter:
 
         for name in ROW_GROUP_ROWS:
             self._flush(name)
-            self._writer(name).close()  # opens it first when no row came: an empty table
-        self._vectors.flush()
-        os.fsync(self._vectors.fileno())
-        self._vectors.close()
+            with _naming(self.gen_dir / TABLE_FILES[name]):
+                self._writer(name).close()  # opens it first when no row came: an empty table
+        with _naming(self.gen_dir / VECTORS_FILE):
+            self._vectors.flush()
+            os.fsync(self._vectors.fileno())
+            self._vectors.close()
         documents = sorted(self._documents, key=lambda d: d.doc_id)
-        pq.write_table(
-            documents_table(documents).cast(with_metadata("documents", self.model_id, self.dim)),
-            self.gen_dir / TABLE_FILES["documents"],
-            compression="zstd",
-        )
-        faiss.write_index(faiss_index, str(self.gen_dir / FAISS_FILE))
+        with _naming(self.gen_dir / TABLE_FILES["documents"]):
+            pq.write_table(
+                documents_table(documents).cast(with_metadata("documents", self.model_id, self.dim)),
+                self.gen_dir / TABLE_FILES["documents"],
+                compression="zstd",
+            )
+        with _naming(self.gen_dir / FAISS_FILE), open(self.gen_dir / FAISS_FILE, "wb") as out:
+            # Through Python, not faiss.write_index(path): a full disk is then an OSError with its errno.
+            faiss.write_index(faiss_index, faiss.PyCallbackIOWriter(lambda block: out.write(block), 1 << 20))
         started = time.perf_counter()
-        write_lexical(self.gen_dir / LEXICAL_FILE, self._chunk_texts(), self.model_id, self.dim)
+        with _naming(self.gen_dir / LEXICAL_FILE):
+            write_lexical(self.gen_dir / LEXICAL_FILE, self._chunk_texts(), self.model_id, self.dim)
         self.lexical_seconds = time.perf_counter() - started
         checksums = {
             name: file_sha256(self.gen_dir / name)
             for name in (*GENERATION_FILES, LEXICAL_FILE)
         }
         manifest = dataclasses.replace(manifest, table_sha256=checksums, lexical_tokenizer_version=TOKENIZER_VERSION)
-        (self.gen_dir / MANIFEST).write_text(manifest_to_json(manifest), encoding="utf-8")
+        with _naming(self.gen_dir / MANIFEST):
+            (self.gen_dir / MANIFEST).write_text(manifest_to_json(manifest), encoding="utf-8")
         for name in [*checksums, MANIFEST]:
             fsync_file(self.gen_dir / name)
         fsync_dir(self.gen_dir)
@@ -132,9 +143,23 @@ class GenerationWriter:
         yield from lexical_texts(chunks.iter_batches(columns=["doc_id", "start", "text", "n_hidden"]), hidden)
 
     def abort(self) -> None:
-        for writer in self._writers.values():
-            writer.close()
-        self._vectors.close()
+        """Close what is open, as well as a failing disk allows: the folder is removed next."""
+        for closable in [*self._writers.values(), self._vectors]:
+            try:
+                closable.close()
+            except OSError:
+                pass
+
+
+@contextlib.contextmanager
+def _naming(path: Path) -> Iterator[None]:
+    """An OS error while writing ``path`` names it (Arrow's and buffered writes' errors name no file)."""
+    try:
+        yield
+    except OSError as exc:
+        if exc.filename:
+            raise
+        raise OSError(exc.errno, exc.strerror or str(exc), str(path)) from exc
 
 
 def file_sha256(path: Path) -> str:

@@ -8,6 +8,7 @@ INDEX/
   texts/<hex>.txt         document texts by doc_version, shared by generations
   sources/<sha256>.<ext>  original files by content hash (the viewer renders them)
   sources/<sha256>.decoded.html   HTML sources as decoded: what src offsets index
+  sources/<sha256>.decrypted.pdf  a PDF opened with a password, without encryption: what the viewer renders
 ```
 
 The names are the contract: ``ingest`` writes these files (``ingest.publish``),
@@ -75,6 +76,9 @@ class IndexPaths:
 
     def decoded_source(self, source_sha256: str) -> Path:
         return self.sources / f"{source_sha256}.decoded.html"
+
+    def decrypted_source(self, source_sha256: str) -> Path:
+        return self.sources / f"{source_sha256}.decrypted.pdf"
 
 
 def version_hex(doc_version: str) -> str:

@@ -29,6 +29,23 @@ class DocStatus(StrEnum):
     ERROR = "error"  # could not be parsed; `error` says why
 
 
+class SkipReason(StrEnum):
+    """Why a file in the corpus folder is not a document of the index (the build summary says which)."""
+
+    UNKNOWN_TYPE = "unknown_type"  # a suffix no parser reads
+    SYMLINK_OUTSIDE = "symlink_outside"  # a link whose target lies outside the corpus (--follow-symlinks follows it)
+    SYMLINK_LOOP = "symlink_loop"  # a link that resolves to itself or to a folder above it
+    SYMLINK_BROKEN = "symlink_broken"  # a link to nothing
+    FOLDER_IN_CORPUS = "folder_in_corpus"  # a link to a folder already indexed under its own path
+    FIFO = "fifo"  # a named pipe: reading it would wait for a writer
+    SOCKET = "socket"
+    DEVICE = "device"  # a character or block device
+    NOT_A_FILE = "not_a_file"  # any other kind of node
+    UNREADABLE = "unreadable"  # a folder that cannot be listed, or a node that cannot be looked at
+    ID_TAKEN = "id_taken"  # a non-UTF-8 name whose safe id is the name of another file
+    INDEX_FOLDER = "index_folder"  # the index being built, inside its own corpus
+
+
 class RunKind(StrEnum):
     """How a run of document text relates to the HTML source it came from."""
 
@@ -142,6 +159,7 @@ class ParsedDocument:
     char_runs: tuple[PdfCharRun, ...] = ()
     html_runs: tuple[HtmlRun, ...] = ()
     decoded_source: str | None = None  # HTML only: the source the runs index
+    decrypted_source: bytes | None = None  # a PDF opened with a password: the same file unencrypted, for the viewer
     warnings: tuple[str, ...] = ()
     source_url: str = ""  # HTML: the page's own absolute address (canonical link or og:url)
     hidden_runs: tuple[HiddenRun, ...] = ()  # sorted, non-overlapping

@@ -13,13 +13,14 @@ import pyarrow.parquet as pq
 import pytest
 
 import index
-from ingest.build import BuildSettings, build_index, discover
+from ingest.build import BuildSettings, build_index
+from ingest.corpus import discover
 from ingest.lock import BuildLock
 from ingest.model import resolve_model
 from ingest.pool import process_in_workers
 from ingest.worker import FileJob, WorkerSettings, process_file
 from schemas.errors import IndexLockedError, ModelError, SpanindexError
-from schemas.records import ChunkerSettings, DocStatus, MediaType
+from schemas.records import ChunkerSettings, DocStatus, MediaType, SkipReason
 from schemas.tables import FORMAT_VERSION
 
 from conftest import SAMPLE_CORPUS, spanindex
@@ -53,9 +54,9 @@ def _small_corpus(root: Path) -> Path:
 
 
 def test_discover_sorts_skips_hidden_and_counts_unknown_types(tmp_path):
-    files, skipped = discover(_small_corpus(tmp_path / "c"))
-    assert [d for d, _ in files] == ["a.md", "empty.txt", "locked.pdf", "sub/b.txt"]
-    assert skipped == ["notes.xyz"]
+    found = discover(_small_corpus(tmp_path / "c"))
+    assert [f.doc_id for f in found.files] == ["a.md", "empty.txt", "locked.pdf", "sub/b.txt"]
+    assert [(s.doc_id, s.reason) for s in found.skipped] == [("notes.xyz", SkipReason.UNKNOWN_TYPE)]
 
 
 @pytest.mark.hostile('a file whose parser crashes its worker process (a native crash)', "error row: 'the parser crashed on this file'; the other files are indexed")

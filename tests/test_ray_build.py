@@ -20,7 +20,8 @@ import pytest
 
 from index.fsck import fsck
 from index.store import Generation
-from ingest.build import BuildSettings, build_index, discover
+from ingest.build import BuildSettings, build_index
+from ingest.corpus import discover
 from schemas.layout import IndexPaths, read_current
 from schemas.records import DocStatus, MediaType
 
@@ -132,7 +133,8 @@ _DRIVER = """
 import sys
 sys.path.insert(0, {tests!r})
 import ray, doubles
-from ingest.build import BuildSettings, build_index, discover
+from ingest.build import BuildSettings, build_index
+from ingest.corpus import discover
 from ingest.ray_executor import RayExecutor, RaySettings
 ray.cloudpickle.register_pickle_by_value(doubles)
 with RayExecutor(RaySettings(num_cpus=2)) as executor:
@@ -235,7 +237,7 @@ def test_the_cli_joins_a_running_cluster_by_address_and_by_ray_client_and_leaves
                                   cwd=ROOT, env=env, capture_output=True, text=True, timeout=600)
             assert done.returncode == 0, done.stderr[-3000:]
             assert f"ran on the Ray cluster at {address}" in done.stdout
-            assert f"{len(discover(SAMPLE_CORPUS)[0])} {expect}" in done.stdout, done.stdout
+            assert f"{len(discover(SAMPLE_CORPUS).files)} {expect}" in done.stdout, done.stdout
             assert fsck(tmp_path / "idx") == []
             assert head.poll() is None and all(p.is_running() for p in started if p.name() in ("raylet", "gcs_server")), \
                 "the build stopped the cluster it joined"

@@ -14,7 +14,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from ingest.build import discover
+from ingest.corpus import discover
 from ingest.model import resolve_model
 from ingest.parse import media_type_of
 from ingest.pool import process_in_workers
@@ -87,8 +87,8 @@ def _markdown_jobs(corpus: Path, names: list[str]) -> list[FileJob]:
 @pytest.mark.slow
 @pytest.mark.spawns
 def test_ray_tasks_give_the_local_pools_results_and_store_the_same_files(executor, tmp_path):
-    files, _ = discover(SAMPLE_CORPUS)
-    jobs = [FileJob(path, doc_id, media_type_of(doc_id), None) for doc_id, path in files]
+    files = discover(SAMPLE_CORPUS).files
+    jobs = [FileJob(f.path, f.doc_id, media_type_of(f.doc_id), None) for f in files]
     local = list(process_in_workers(jobs, _settings(tmp_path / "local"), 2))
     remote = list(executor.process(jobs, _settings(tmp_path / "ray"), timeout_s=600))
     assert [r.doc_id for r in remote] == [r.doc_id for r in local] == [j.doc_id for j in jobs]

@@ -7,9 +7,9 @@ from __future__ import annotations
 import argparse
 import sys
 
-from index.cli.registry import COMMANDS, EXIT_ERROR, EXIT_LOCKED, EXIT_OK, EXIT_USAGE
+from index.cli.registry import COMMANDS, EXIT_CANNOT_WRITE, EXIT_ERROR, EXIT_LOCKED, EXIT_OK, EXIT_USAGE
 from ingest.embed import Embedder
-from schemas.errors import AnswerFormatError, IndexLockedError, SpanindexError
+from schemas.errors import AnswerFormatError, IndexLockedError, IndexWriteError, PasswordFileError, SpanindexError
 
 
 def main(argv: list[str] | None = None, *, embedder: Embedder | None = None) -> int:
@@ -26,7 +26,10 @@ def main(argv: list[str] | None = None, *, embedder: Embedder | None = None) -> 
     except IndexLockedError as exc:
         print(f"spanindex: {exc}", file=sys.stderr)
         return EXIT_LOCKED
-    except AnswerFormatError as exc:  # an answer or records file we cannot use: unusable input
+    except IndexWriteError as exc:
+        print(f"spanindex: {exc}", file=sys.stderr)
+        return EXIT_CANNOT_WRITE
+    except (PasswordFileError, AnswerFormatError) as exc:  # a passwords, answer or records file we cannot use
         print(f"spanindex: {exc}", file=sys.stderr)
         return EXIT_USAGE
     except SpanindexError as exc:

@@ -61,6 +61,11 @@ def _build(p: argparse.ArgumentParser) -> None:
     p.add_argument("--ocr-lang", default="eng", metavar="LANGS",
                    help="Tesseract languages, e.g. eng+deu+jpn (default eng; each needs its tesseract-ocr-LANG pack)")
     p.add_argument("--ocr-dpi", type=int, default=200, metavar="DPI", help="resolution pages are read at (default 200)")
+    p.add_argument("--follow-symlinks", action="store_true",
+                   help="follow symlinks whose target lies outside the corpus folder (default: skip them)")
+    p.add_argument("--passwords", metavar="FILE",
+                   help="passwords for encrypted PDFs: lines of GLOB<TAB>PASSWORD, GLOB matched against the doc_id "
+                        "(never logged or stored)")
     p.add_argument("--wait", action="store_true", help="wait for another build on this index instead of refusing")
     p.add_argument("--strict", action="store_true", help="exit 1 when any document failed")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
@@ -72,8 +77,9 @@ def run_build(args) -> int:
     from tqdm import tqdm
 
     from ingest.build import BuildSettings, build_index
+    from ingest.passwords import Passwords
     from schemas.embedding import Device, EmbedBackend
-    from schemas.records import ChunkerSettings, OcrMode, OcrSettings
+    from schemas.records import ChunkerSettings, OcrMode, OcrSettings, SkipReason
 
     settings = BuildSettings(
         chunker=ChunkerSettings(max_tokens=args.max_tokens, overlap=args.overlap),
@@ -93,6 +99,8 @@ def run_build(args) -> int:
         html_layout=args.html_layout,
         # No --ocr: auto where Tesseract is installed; languages and dpi apply either way.
         ocr=OcrSettings(OcrMode(args.ocr or "auto"), args.ocr_lang, args.ocr_dpi),
+        follow_symlinks=args.follow_symlinks,
+        passwords=Passwords.read(args.passwords) if args.passwords else Passwords(),
     )
     bar = None
 
@@ -133,20 +141,29 @@ def run_build(args) -> int:
     if report.ocr != "off":
         pages = "1 PDF page" if report.ocr_pages == 1 else f"{report.ocr_pages} PDF pages"
         print(f"  OCR ({report.ocr}): {pages} read")
-    if report.skipped:
-        print(f"  skipped {len(report.skipped)} file(s) of unknown type: {', '.join(report.skipped[:5])}"
-              + (" ..." if len(report.skipped) > 5 else ""))
+    unknown = [shown(s.doc_id) for s in report.skipped if s.reason is SkipReason.UNKNOWN_TYPE]
+    if unknown:
+        print(f"  skipped {len(unknown)} file(s) of unknown type: {', '.join(unknown[:5])}"
+              + (" ..." if len(unknown) > 5 else ""))
+    left_out = [s for s in report.skipped if s.reason is not SkipReason.UNKNOWN_TYPE]
+    if left_out:
+        print(f"  skipped {len(left_out)} file(s) that are not documents of the corpus:")
+        width = max(len(shown(s.doc_id)) for s in left_out)
+        for skipped in left_out[: None if args.verbose else 20]:
+            print(f"    {shown(skipped.doc_id):<{width}}  {shown(str(skipped))}")
+        if len(left_out) > 20 and not args.verbose:
+            print(f"    ... and {len(left_out) - 20} more (--verbose lists them all)")
     for warning in report.warnings:
         print(f"  warning: {warning}")
     if report.failures:
         print(f"  {len(report.failures)} document(s) not indexed:")
-        width = max(len(d) for d, _, _ in report.failures)
+        width = max(len(shown(d)) for d, _, _ in report.failures)
         for doc_id, status, reason in report.failures:
-            print(f"    {doc_id:<{width}}  {status:<8} {reason}")
+            print(f"    {shown(doc_id):<{width}}  {status:<8} {shown(reason)}")
     if report.warned:
         print(f"  {len(report.warned)} document(s) indexed with warnings:")
         for doc_id, warning in report.warned[: None if args.verbose else 10]:
-            print(f"    {doc_id}: {warning if args.verbose or len(warning) <= 160 else warning[:157] + '...'}")
+            print(f"    {shown(doc_id)}: {shown(warning if args.verbose or len(warning) <= 160 else warning[:157] + '...')}")
         if len(report.warned) > 10 and not args.verbose:
             print(f"    ... and {len(report.warned) - 10} more (--verbose lists them all)")
     if report.hidden:
@@ -172,6 +189,11 @@ def _executor(args):
     from ingest.ray_executor import RayExecutor, RaySettings
 
     return RayExecutor(RaySettings(address=args.ray_address, embed_actors=args.embed_actors))
+
+
+def shown(text: str) -> str:
+    """A file name or message as one line of the terminal: control characters escaped (a name may hold any)."""
+    return "".join(ch if ch.isprintable() or ch == " " else ascii(ch)[1:-1] for ch in text)
 
 
 @command("search", "Retrieve the chunks that best match a query, with their exact spans.",

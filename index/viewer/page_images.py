@@ -49,6 +49,9 @@ def render_page(source: str | Path, page: int, zoom: float = DEFAULT_ZOOM, *, do
     started = time.perf_counter()
     try:
         with pymupdf.open(source) as document:
+            if document.needs_pass:  # an index from before decrypted copies were kept
+                raise SpanindexError("password-protected: its pages cannot be rendered (no password is stored)",
+                                     doc_id=doc_id, page=page)
             if not 1 <= page <= document.page_count:
                 raise SpanindexError(f"no such page (the document has {document.page_count})", doc_id=doc_id, page=page)
             pixmap = document[page - 1].get_pixmap(matrix=pymupdf.Matrix(zoom, zoom), alpha=False)
