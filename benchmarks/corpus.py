@@ -38,23 +38,22 @@ def corpus_folders() -> list[tuple[str, Path]]:
 
 def document_texts() -> list[CorpusText]:
     """The text of every document that parses with text (failures and empty ones left out)."""
-    from ingest.build import discover
+    from ingest.corpus import discover
     from ingest.parse import PARSER_VERSION, media_type_of, parse_document
-    from schemas.limits import DocumentLimits
     from schemas.records import DocStatus, HiddenReason, HiddenRun
 
     cache_dir = CACHE / "texts"
     cache_dir.mkdir(parents=True, exist_ok=True)
     texts = []
     for prefix, folder in corpus_folders():
-        files, _ = discover(folder)
-        for doc_id, path in files:
+        for found in discover(folder).files:
+            doc_id, path = found.doc_id, found.path
             source = path.read_bytes()
             key = hashlib.sha256(source + f"parser{PARSER_VERSION}".encode()).hexdigest()[:24]
             cached = cache_dir / f"{key}.json"
             entry = json.loads(cached.read_text(encoding="utf-8")) if cached.is_file() else {}
             if "hidden" not in entry:  # absent, or cached before hidden runs were kept
-                outcome = parse_document(source, doc_id, media_type_of(doc_id), DocumentLimits())
+                outcome = parse_document(source, doc_id, media_type_of(doc_id))
                 ok = outcome.parsed is not None and outcome.record.status is DocStatus.OK
                 entry = {
                     "doc_id": doc_id,

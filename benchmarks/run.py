@@ -39,11 +39,19 @@ def main() -> None:
         embedder = _test_embedder() if args.skip_model else SentenceTransformerEmbedder()
         bench_parse(corpus)
         index_dir, full_seconds = bench_build(corpus, work, embedder)
+        if corpus == SHARED and not args.skip_model:
+            from benchmarks.retrieval import bench_retrieval
+
+            RESULTS["retrieval"] = bench_retrieval(index_dir)
         bench_verify(index_dir, work)
         bench_reindex(corpus, index_dir, full_seconds, work, embedder)
         bench_chunk_stability()
         bench_large_text(work)
         bench_throughput(args.skip_model)
+        bench_ocr()
+        from benchmarks.executors import bench_executors
+
+        bench_executors(corpus, work, args.skip_model, report)
     finally:
         shutil.rmtree(work, ignore_errors=True)
     Path(args.output).parent.mkdir(parents=True, exist_ok=True)
@@ -82,6 +90,32 @@ def _test_embedder():
     from doubles import HashingEmbedder
 
     return HashingEmbedder()
+
+
+def bench_ocr() -> None:
+    """Born-digital pages rendered to image-only PDFs, read back by OCR: accuracy, placement, speed."""
+    from benchmarks.ocr import run
+    from ingest.ocr import find_tesseract
+    from schemas.errors import OcrError
+
+    print("== OCR (pages rendered at 200 dpi, read back by Tesseract)")
+    try:
+        find_tesseract("eng")
+    except OcrError as exc:
+        report("ocr_skipped", exc.message, f"  skipped: {exc.message}")
+        return
+    totals = run(progress=print)["totals"]
+    report("ocr_pages", totals["pages"], f"  {totals['pages']} pages of running English text")
+    report("ocr_word_recall", round(totals["word_recall"], 4),
+           f"  words found: {totals['word_recall']:.1%} (lowest page {totals['min_page_recall']:.1%}); "
+           f"characters {totals['char_accuracy']:.1%}")
+    report("ocr_words_placed", round(totals["placed"], 4),
+           f"  matched words on the original word: {totals['placed']:.1%} (lowest page {totals['min_page_placed']:.1%})")
+    report("ocr_sentences_verified", round(totals["verified"], 4),
+           f"  quoted sentences verified: {totals['verified']:.1%}, on the right lines {totals['landed']:.1%} "
+           f"of {totals['sentences']}")
+    report("ocr_pages_per_s", round(totals["ocr_pages_per_s"], 3),
+           f"  OCR: {totals['ocr_pages_per_s']:.2f} pages/s in one process (rendering included)")
 
 
 def report(key: str, value, text: str) -> None:
@@ -152,6 +186,8 @@ def bench_build(corpus: Path, work: Path, embedder) -> tuple[Path, float]:
         report("embed_chunks_per_s", round(result.chunks_embedded / result.embed_seconds, 1),
                f"  embedding: {result.chunks_embedded / result.embed_seconds:.1f} chunks/s on {getattr(embedder, 'device', 'cpu')}")
     report("build_peak_rss_mb", round(peak_mb), f"  peak RSS: {peak_mb:.0f} MB (embedding process), {result.worker_peak_rss_mb:.0f} MB (largest worker)")
+    report("lexical_build_seconds", round(result.lexical_seconds, 2),
+           f"  lexical index: {result.lexical_seconds:.2f} s for {result.chunks} chunks ({result.lexical_seconds / seconds:.1%} of the build)")
     return index_dir, seconds
 
 

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from rapidfuzz import fuzz
 
 from index.match import FUZZY_THRESHOLD, best_window, numbers_kept
-from index.reader import Index
+from index.reader import Index, on_one_generation
 from index.verify import Verifier
 from schemas.citations import Citation, CitationStatus, ClaimRecord, DriftStatus
 from schemas.records import Chunk, DocStatus
@@ -46,8 +46,9 @@ class DriftChecker:
     def __init__(self, index: Index) -> None:
         self.index = index
         self.verifier = Verifier(index)
-        self._chunk_starts: dict[str, tuple[list[int], list[Chunk]]] = {}
+        self._chunk_starts: dict[tuple[str, str], tuple[list[int], list[Chunk]]] = {}  # by (generation, doc_id)
 
+    @on_one_generation
     def check(self, citation: Citation) -> Citation:
         if citation.status not in (CitationStatus.EXACT, CitationStatus.NORMALIZED, CitationStatus.FUZZY):
             return citation
@@ -88,10 +89,11 @@ class DriftChecker:
         return _mark(located, drift, detail)
 
     def _chunk_containing(self, doc_id: str, start: int, end: int) -> Chunk | None:
-        if doc_id not in self._chunk_starts:
+        key = (self.index.generation.name, doc_id)
+        if key not in self._chunk_starts:
             chunks = self.index.chunks_of(doc_id)
-            self._chunk_starts[doc_id] = ([c.start for c in chunks], chunks)
-        starts, chunks = self._chunk_starts[doc_id]
+            self._chunk_starts[key] = ([c.start for c in chunks], chunks)
+        starts, chunks = self._chunk_starts[key]
         for i in range(bisect.bisect_right(starts, start) - 1, -1, -1):
             if chunks[i].end >= end:
                 return chunks[i]
@@ -151,7 +153,9 @@ def check_records(index: Index, records: Iterable[ClaimRecord]) -> Iterator[Clai
     """Each record with every verified citation checked (and repaired where it moved)."""
     checker = DriftChecker(index)
     for record in records:
-        yield dataclasses.replace(record, citations=tuple(checker.check(c) for c in record.citations))
+        with index.request():  # one record's citations on one generation
+            checked = tuple(checker.check(c) for c in record.citations)
+        yield dataclasses.replace(record, citations=checked)
 
 
 def summarize_drift(records: Iterable[ClaimRecord]) -> DriftSummary:

@@ -1,9 +1,25 @@
-"""The index as a reader sees it: documents, chunks, texts and offset maps by id."""
+"""The index as a reader sees it: documents, chunks, texts and offset maps by id.
+
+An ``Index`` opened on the live generation follows the builds: at the start of
+each request it looks at CURRENT (one ``stat``), and after a build has
+published it moves to the new generation. A request is one call (``search``,
+``chunk``, ``resolve``, ``verify_answer``, ...) or a ``with idx.request():``
+block around several; everything inside one request reads one generation, so
+a reader never mixes rows of two generations and never reads a generation that
+retention has removed (a build keeps the last ``--keep`` generations, so a
+request would have to outlast that many builds). An index opened on a named
+generation stays on it and says so once that generation is retired.
+
+One ``Index`` serves one thread at a time (the server holds a lock per request).
+"""
 
 from __future__ import annotations
 
 import collections
-from collections.abc import Callable
+import contextlib
+import functools
+import os
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pyarrow as pa
@@ -22,6 +38,7 @@ from schemas.records import (
     PdfCharRun,
     PdfPage,
     SearchHit,
+    SearchMode,
 )
 from schemas.tables import (
     CHUNKS,
@@ -37,8 +54,35 @@ from schemas.tables import (
 MAPS_KEPT = 32  # offset maps of this many (document, kind) pairs stay built
 
 
+def _one_request(method):
+    """A public read: on the live generation when it starts, unless a request is already open."""
+
+    @functools.wraps(method)
+    def read(self: Index, *args, **kwargs):
+        if self._depth == 0:
+            self._follow()
+        self._depth += 1
+        try:
+            return method(self, *args, **kwargs)
+        finally:
+            self._depth -= 1
+
+    return read
+
+
+def on_one_generation(method):
+    """A method of an object that reads ``self.index`` (a verifier, a checker): one request on it."""
+
+    @functools.wraps(method)
+    def read(self, *args, **kwargs):
+        with self.index.request():
+            return method(self, *args, **kwargs)
+
+    return read
+
+
 class Index:
-    """A read-only view of one generation of an index folder.
+    """A read-only view of an index folder: the live generation, followed between requests.
 
     >>> import index
     >>> idx = index.open("build/sample-index")            # doctest: +SKIP
@@ -47,27 +91,79 @@ class Index:
     """
 
     def __init__(self, root: str | Path, generation: str | None = None, *, embedder: Embedder | None = None) -> None:
-        """``embedder``: the one the index was built with, when it is not a model the manifest
+        """``generation``: stay on this one (default: the live one, followed as builds publish).
+        ``embedder``: the one the index was built with, when it is not a model the manifest
         names (a test double, an embedder of your own); by default the model is loaded on first search."""
         self.paths = IndexPaths(Path(root))
-        self.generation: Generation = open_generation(self.paths, generation)
-        self.manifest = self.generation.manifest
+        self.pinned = generation is not None
+        self._current_seen: tuple[int, int, int] | None = None
+        self._depth = 0
+        self._texts: dict[str, str] = {}  # by doc_version: valid in every generation
+        self._injected = embedder
+        self._embedder = None
+        self._use(open_generation(self.paths, generation))
+        self._current_seen = self._current_stamp() if not self.pinned else None
+
+    def _use(self, generation: Generation) -> None:
+        """Read ``generation`` from now on: rows and maps of the previous one are dropped."""
+        previous = getattr(self, "manifest", None)
+        self.generation = generation
+        self.manifest = generation.manifest
         self._chunk_rows: dict[str, int] | None = None
         self._doc_rows: dict[str, int] | None = None
         self._chunk_cache: dict[int, Chunk] = {}
-        self._texts: dict[str, str] = {}
         self._maps: collections.OrderedDict[tuple[str, str], object] = collections.OrderedDict()
-        self._embedder = None
-        if embedder is not None:
+        self._lexical = None
+        if self._injected is not None:
             from index.search import check_embedder
 
-            self._embedder = check_embedder(embedder, self.manifest)
+            self._embedder = check_embedder(self._injected, self.manifest)
+        elif previous is None or (previous.model_id, previous.model_path) != (self.manifest.model_id, self.manifest.model_path):
+            self._embedder = None  # loaded on first search; kept while builds use the same model
+
+    @contextlib.contextmanager
+    def request(self) -> Iterator[Index]:
+        """Several reads on one generation: the live one when the outermost block starts.
+
+        >>> with idx.request():                                       # doctest: +SKIP
+        ...     hits = idx.search("overage", k=3)
+        ...     citation = resolve(idx, hits[0].chunk_id, "billed at $0.12")
+        """
+        if self._depth == 0:
+            self._follow()
+        self._depth += 1
+        try:
+            yield self
+        finally:
+            self._depth -= 1
+
+    def _follow(self) -> None:
+        """Move to the live generation if a build replaced CURRENT since we last looked."""
+        if self.pinned:
+            return
+        stamp = self._current_stamp()
+        if stamp is None or stamp == self._current_seen:
+            return
+        self._current_seen = stamp
+        live = read_current(self.paths)
+        if live is not None and live != self.generation.name:
+            self._use(open_generation(self.paths))
+
+    def _current_stamp(self) -> tuple[int, int, int] | None:
+        # CURRENT is replaced by rename: a new inode on every publish, so a stat tells.
+        try:
+            st = os.stat(self.paths.current)
+        except FileNotFoundError:
+            return None
+        return st.st_ino, st.st_mtime_ns, st.st_size
 
     # -- documents -----------------------------------------------------------
 
+    @_one_request
     def documents(self) -> list[DocumentRecord]:
         return document_records(self.generation.table("documents"))
 
+    @_one_request
     def document(self, doc_id: str) -> DocumentRecord | None:
         if self._doc_rows is None:
             ids = self.generation.table("documents").column("doc_id").to_pylist()
@@ -77,21 +173,24 @@ class Index:
             return None
         return document_records(self.generation.table("documents").slice(row, 1))[0]
 
+    @_one_request
     def doc_text(self, doc_version: str) -> str:
         """The document text of a version; kept across generations for old citations."""
         text = self._texts.get(doc_version)
         if text is None:
-            text = read_text_file(self.paths.text(doc_version))
+            text = self._stored(read_text_file, self.paths.text(doc_version))
             if len(self._texts) >= 32:
                 self._texts.pop(next(iter(self._texts)))
             self._texts[doc_version] = text
         return text
 
+    @_one_request
     def has_text(self, doc_version: str) -> bool:
         return self.paths.text(doc_version).is_file()
 
     # -- chunks --------------------------------------------------------------
 
+    @_one_request
     def chunk(self, chunk_id: str) -> Chunk | None:
         """One chunk by id, read from its row alone (no table becomes Python objects)."""
         if self._chunk_rows is None:
@@ -110,79 +209,120 @@ class Index:
             self._chunk_cache[row] = chunk
         return chunk
 
+    @_one_request
     def chunks_of(self, doc_id: str) -> list[Chunk]:
         return chunk_records(self.generation.rows_of("chunks", doc_id))
 
     @property
+    @_one_request
     def n_chunks(self) -> int:
         return self.generation.manifest.n_chunks
 
+    @_one_request
     def chunk_at_vector(self, vector_id: int) -> Chunk:
         # vector ids are assigned in row order: row == vector_id
         return self._chunk_at(int(vector_id))
 
     # -- offset maps ---------------------------------------------------------
 
+    @_one_request
     def pdf_pages(self, doc_id: str) -> list[PdfPage]:
         return pdf_page_records(self.generation.rows_of("pdf_pages", doc_id))
 
+    @_one_request
     def pdf_char_runs(self, doc_id: str) -> list[PdfCharRun]:
         return pdf_char_runs(self.generation.rows_of("pdf_chars", doc_id))
 
+    @_one_request
     def pdf_char_table(self, doc_id: str) -> pa.Table:
         return self.generation.rows_of("pdf_chars", doc_id)
 
+    @_one_request
     def html_runs(self, doc_id: str) -> list[HtmlRun]:
         return html_run_records(self.generation.rows_of("html_map", doc_id))
 
     # Built once per document and kept, the least recently used dropped first: what the
     # verifier, the drift sweep, the chunk inspector and the viewer all ask for.
 
+    @_one_request
     def pdf_char_map(self, doc_id: str) -> PdfCharMap:
         """Glyph boxes of a PDF by character offset: rectangles of any span."""
         return self._kept("pdf_char_map", doc_id, lambda: PdfCharMap.from_table(
             self.pdf_char_table(doc_id), self.doc_text(self._require(doc_id).doc_version)))
 
+    @_one_request
+    def html_box_map(self, doc_id: str) -> PdfCharMap | None:
+        """Character boxes of an HTML page's browser layout (``build --html-layout``); None without."""
+        def build() -> PdfCharMap | None:
+            rows = self.generation.rows_of("html_boxes", doc_id)
+            if rows.num_rows == 0:
+                return None
+            return PdfCharMap.from_table(rows, self.doc_text(self._require(doc_id).doc_version))
+
+        return self._kept("html_box_map", doc_id, build)
+
+    @_one_request
     def html_source_map(self, doc_id: str) -> HtmlSourceMap:
         """Decoded-source positions of an HTML document's text by character offset."""
         return self._kept("html_source_map", doc_id, lambda: HtmlSourceMap.from_table(
             self.generation.rows_of("html_map", doc_id)))
 
+    @_one_request
     def hidden_text(self, doc_id: str) -> HiddenText:
         """The runs of a document's text that a reader cannot see, with their reasons."""
         return self._kept("hidden_text", doc_id, lambda: HiddenText(
             hidden_run_records(self.generation.rows_of("hidden_text", doc_id))))
 
+    @_one_request
     def pdf_page(self, doc_id: str, page: int) -> PdfPage | None:
         """One page of a PDF (1-based): its size as displayed and its printed label."""
         return self._kept("pdf_pages", doc_id, lambda: {p.page: p for p in self.pdf_pages(doc_id)}).get(page)
 
+    @_one_request
     def page_labels(self, doc_id: str) -> dict[int, str]:
         """Page number -> printed page label ("" where the PDF defines none)."""
         return self._kept("page_labels", doc_id, lambda: {p.page: p.label for p in self.pdf_pages(doc_id)})
 
     def _kept(self, kind: str, doc_id: str, build: Callable[[], object]):
         key = (kind, doc_id)
-        value = self._maps.get(key)
-        if value is None:
+        if key not in self._maps:  # (a map may be None: kept as well)
             value = build()
             if len(self._maps) >= MAPS_KEPT:
                 self._maps.popitem(last=False)
             self._maps[key] = value
         else:
+            value = self._maps[key]
             self._maps.move_to_end(key)
         return value
 
+    @_one_request
     def decoded_source(self, doc_id: str) -> str:
         doc = self._require(doc_id)
         if doc.media_type is not MediaType.HTML:
             raise IndexFormatError(f"{doc_id} is not an HTML document")
-        return read_text_file(self.paths.decoded_source(doc.source_sha256))
+        return self._stored(read_text_file, self.paths.decoded_source(doc.source_sha256))
 
+    @_one_request
     def source_path(self, doc_id: str) -> Path:
-        """The stored copy of the original file (what the viewer renders)."""
+        """The stored copy of the original file (what the viewer renders); for a PDF opened with a
+        password, its copy without encryption (the password is never stored)."""
         doc = self._require(doc_id)
+        if doc.media_type is MediaType.PDF:
+            decrypted = self.paths.decrypted_source(doc.source_sha256)
+            if decrypted.is_file():
+                return decrypted
         return self.paths.source(doc.source_sha256, Path(doc_id).suffix)
+
+    def _stored(self, read: Callable[[Path], str], path: Path) -> str:
+        try:
+            return read(path)
+        except IndexFormatError:
+            if self.generation.dir.is_dir():
+                raise
+            raise IndexFormatError(
+                f"generation {self.generation.name} has been retired by a later build (the last --keep generations "
+                f"are kept): {path.name} is gone; open the index again, or read the live generation"
+            ) from None
 
     def _require(self, doc_id: str) -> DocumentRecord:
         doc = self.document(doc_id)
@@ -192,11 +332,30 @@ class Index:
 
     # -- search --------------------------------------------------------------
 
-    def search(self, query: str, k: int = 5) -> list[SearchHit]:
+    @_one_request
+    def search(self, query: str, k: int = 5, mode: SearchMode | str | None = None) -> list[SearchHit]:
+        """The ``k`` best chunks for ``query``, best first.
+
+        ``mode``: ``dense`` (embeddings), ``lexical`` (BM25) or ``hybrid`` (both, fused by
+        reciprocal rank); None: ``index.search.DEFAULT_MODE`` (dense for a generation built
+        before the lexical index). A lexical search never loads the embedding model.
+        """
         from index.search import search
 
-        return search(self, query, k)
+        return search(self, query, k, mode)
 
+    def lexical(self):
+        """The BM25 index of this generation (read once, on first lexical search)."""
+        if self._lexical is None:
+            from index.lexical import LexicalIndex
+
+            lexical = LexicalIndex(self.generation.lexical_table(), str(self.generation.dir))
+            if lexical.n_chunks != self.n_chunks:
+                raise IndexFormatError(f"{self.generation.dir}: lexical index of {lexical.n_chunks} chunks, the generation has {self.n_chunks}")
+            self._lexical = lexical
+        return self._lexical
+
+    @_one_request
     def embedder(self) -> Embedder:
         """The model this index was built with: the one passed in, or loaded once on first search."""
         if self._embedder is None:
@@ -206,22 +365,6 @@ class Index:
         return self._embedder
 
 
-def follow_current(idx: Index) -> Index:
-    """The reader of the live generation: ``idx`` itself until a build replaces CURRENT.
-
-    For long-running readers (the viewer server): each request asks, one small file
-    read, and after a reindex the new generation is opened, sharing the loaded model
-    when the manifest names the same one.
-    """
-    live = read_current(idx.paths)
-    if live is None or live == idx.generation.name:
-        return idx
-    fresh = Index(idx.paths.root)
-    if fresh.manifest.model_id == idx.manifest.model_id and fresh.manifest.model_path == idx.manifest.model_path:
-        fresh._embedder = idx._embedder
-    return fresh
-
-
 def open_index(root: str | Path, generation: str | None = None, *, embedder: Embedder | None = None) -> Index:
-    """Open the live generation of the index at ``root`` (or a named one)."""
+    """The index at ``root``: its live generation, followed as builds publish (or a named one, kept)."""
     return Index(root, generation, embedder=embedder)

@@ -16,7 +16,7 @@ from collections.abc import Iterable
 
 from index.fragments import context, pdf_locator, text_fragment
 from index.match import DEFAULT_MIN_QUOTE_CHARS, find_in_document, match_quote
-from index.reader import Index
+from index.reader import Index, on_one_generation
 from schemas.citations import (
     Answer,
     Citation,
@@ -47,8 +47,9 @@ class Verifier:
         self.min_quote_chars = min_quote_chars
         # False: a quote of text a reader cannot see supports nothing (--policy refuse).
         self.hidden_supports = hidden_supports
-        self._documents: dict[str, DocumentRecord] = {}
+        self._documents: dict[tuple[str, str], DocumentRecord] = {}  # by (generation, doc_id)
 
+    @on_one_generation
     def cite(self, support: Support) -> Citation:
         """One support, checked and located."""
         base = Citation(
@@ -74,20 +75,41 @@ class Verifier:
         if found.status.verified:
             return checked.placed(self.place(chunk, found.char_start, found.char_end, found.occurrences))
         found_elsewhere = None
+        ocr: dict = {}
         if found.status is CitationStatus.QUOTE_NOT_FOUND:
             found_elsewhere = find_in_document(self.index.doc_text(chunk.doc_version), support.quote)
+            ocr = self._ocr_diagnostic(chunk)
         return dataclasses.replace(
             checked,
             chunk_id=chunk.chunk_id,
             doc_id=chunk.doc_id,
             doc_version=chunk.doc_version,
             found_elsewhere=found_elsewhere,
+            **ocr,
         )
 
+    def _ocr_diagnostic(self, chunk: Chunk) -> dict:
+        """A quote not found in text that OCR read: say so (the page may say what OCR misread)."""
+        if self._media_type(chunk.doc_id) is not MediaType.PDF:
+            return {}
+        confidence = self.index.pdf_char_map(chunk.doc_id).ocr_confidence(chunk.start, chunk.end)
+        if confidence is None:
+            return {}
+        return dict(
+            ocr=True,
+            ocr_confidence=confidence,
+            error=(
+                f"quote not found in text read by OCR (lowest word confidence in the chunk: {confidence}): "
+                "OCR may have misread the page; compare the quote with the page image"
+            ),
+        )
+
+    @on_one_generation
     def locate(self, citation: Citation, chunk: Chunk, char_start: int, char_end: int, *, occurrences: int = 1) -> Citation:
         """``citation`` placed at ``chunk.text[char_start:char_end]``: offsets, page, rectangles, source."""
         return citation.placed(self.place(chunk, char_start, char_end, occurrences))
 
+    @on_one_generation
     def place(self, chunk: Chunk, char_start: int, char_end: int, occurrences: int = 1) -> Placement:
         """Where ``chunk.text[char_start:char_end]`` lies: document offsets, context, and for a PDF
         the page and line rectangles, for HTML the decoded-source range and a text fragment."""
@@ -120,16 +142,26 @@ class Verifier:
             rects = tuple(char_map.rects(doc_text, doc_start, doc_end))
             page = rects[0].page if rects else char_map.page_of(doc_start)
             label = self.index.page_labels(chunk.doc_id).get(page, "") if page else ""
-            return dataclasses.replace(span, page=page, page_label=label, rects=rects, locator=pdf_locator(page))
+            confidence = char_map.ocr_confidence(doc_start, doc_end)
+            return dataclasses.replace(
+                span, page=page, page_label=label, rects=rects, locator=pdf_locator(page),
+                ocr=confidence is not None, ocr_confidence=confidence,
+            )
         if media_type is MediaType.HTML:
             src_start, src_end = self.index.html_source_map(chunk.doc_id).source_range(doc_start, doc_end)
             locator = text_fragment(doc_text, doc_start, doc_end)
             page_url = self._document(chunk.doc_id).source_url  # the live page, when it names itself
-            return dataclasses.replace(
+            span = dataclasses.replace(
                 span, src_start=src_start, src_end=src_end, locator=locator, url=page_url + locator if page_url else ""
             )
+            box_map = self.index.html_box_map(chunk.doc_id)  # laid out by a browser: pages and lines as a PDF
+            if box_map is not None:
+                rects = tuple(box_map.rects(doc_text, doc_start, doc_end))
+                span = dataclasses.replace(span, page=rects[0].page if rects else None, rects=rects)
+            return span
         return span
 
+    @on_one_generation
     def verify_claim(self, answer_id: str, claim: Claim) -> ClaimRecord:
         if claim.error:
             return ClaimRecord(answer_id, claim.claim_id, claim.text, ClaimVerdict.INVALID, error=claim.error)
@@ -141,9 +173,10 @@ class Verifier:
         return ClaimRecord(answer_id, claim.claim_id, claim.text, verdict, citations)
 
     def _document(self, doc_id: str) -> DocumentRecord:
-        if doc_id not in self._documents:
-            self._documents[doc_id] = self.index.document(doc_id)
-        return self._documents[doc_id]
+        key = (self.index.generation.name, doc_id)
+        if key not in self._documents:
+            self._documents[key] = self.index.document(doc_id)
+        return self._documents[key]
 
     def _media_type(self, doc_id: str) -> MediaType:
         return self._document(doc_id).media_type
@@ -156,9 +189,10 @@ def verify_answer(
     policy: Policy = Policy.MARK,
     min_quote_chars: int = DEFAULT_MIN_QUOTE_CHARS,
 ) -> tuple[list[ClaimRecord], VerifySummary]:
-    """Every claim of ``answer``, checked; the policy decides what happens to failed ones."""
+    """Every claim of ``answer``, checked (all on one generation); the policy decides what happens to failed ones."""
     verifier = Verifier(index, min_quote_chars=min_quote_chars)
-    records = [verifier.verify_claim(answer.answer_id, claim) for claim in answer.claims]
+    with index.request():
+        records = [verifier.verify_claim(answer.answer_id, claim) for claim in answer.claims]
     summary = summarize(records)
     if policy is Policy.DROP:
         records = [

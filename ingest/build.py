@@ -2,7 +2,9 @@
 
 Documents stream through: workers parse and chunk while this process embeds
 and writes, and at most a few documents per worker are in flight, so memory is
-bounded by the batch rather than the corpus. Against a live generation the
+bounded by the batch rather than the corpus. Where the workers and the
+embedder run is the executor's business (``ingest.executors``: this machine's
+process pool, or a Ray cluster); this process alone writes the index. Against a live generation the
 build is incremental: an unchanged file is carried over without parsing, and a
 chunk whose normalised text was embedded before is never embedded again.
 """
@@ -10,6 +12,8 @@ chunk whose normalised text was embedded before is never embedded again.
 from __future__ import annotations
 
 import collections
+import contextlib
+import dataclasses
 import os
 import shutil
 import time
@@ -17,23 +21,30 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import pyarrow.compute as pc
+
+from ingest.corpus import CorpusFile, SkippedFile, discover
 from ingest.embed import Embedder, VectorQueue
+from ingest.executors import Executor, LocalExecutor
 from ingest.faiss_index import build_ann, check_factory, id_changes, plan_index, update_ann, update_reason
+from ingest.html_layout import LayoutError, LayoutStats, close_shared_browser, layout_engine
 from ingest.lock import BuildLock
 from ingest.model import ModelInfo, resolve_model
+from ingest.ocr import describe, resolve_ocr
 from ingest.normalize import NORMALIZER_VERSION
 from ingest.parse import PARSER_VERSION, media_type_of
-from ingest.pool import process_in_workers
-from ingest.publish import fsync_dir, publish
-from ingest.retention import retire_generations
+from ingest.passwords import Passwords
+from ingest.publish import fsync_dir, publish, write_failure
+from ingest.retention import collect_garbage, retire_generations
 from ingest.reuse import LiveGeneration, carry_over
 from ingest.worker import DocResult, FileJob, WorkerSettings
 from ingest.write import GenerationWriter
 from schemas.ann import AUTO_FACTORY
 from schemas.embedding import Device, EmbedBackend
+from schemas.errors import CorpusError
 from schemas.layout import FAISS_FILE, IndexPaths, read_current
 from schemas.limits import MAX_DOC_CHARS, MAX_FILE_MB, MAX_PDF_PAGES
-from schemas.records import ChunkerSettings, DocStatus, Manifest
+from schemas.records import ChunkerSettings, DocStatus, Manifest, MediaType, OcrSettings
 from schemas.tables import FORMAT_VERSION
 
 
@@ -44,16 +55,20 @@ class BuildSettings:
     embed_backend: EmbedBackend = EmbedBackend.TORCH  # what runs the model (see ingest.backends)
     device: Device = Device.AUTO  # where: CUDA when torch sees a GPU, else the CPU
     faiss_factory: str = AUTO_FACTORY  # exact search up to 50k vectors, an inverted file above
-    workers: int = 0  # 0: one per core; 1: everything in this process
+    workers: int = 0  # the local executor's: 0: one per core; 1: everything in this process
     full: bool = False  # ignore the live generation
     keep_generations: int = 3
     keep_texts: bool = False
     max_file_mb: int = MAX_FILE_MB  # over these limits (schemas.limits) a file is an error row
     max_pages: int = MAX_PDF_PAGES
     max_chars: int = MAX_DOC_CHARS
-    doc_timeout_s: float = 600.0  # per file, in worker processes; 0: none
+    doc_timeout_s: float = 600.0  # per file, counted from when its parsing starts; 0: none
     wait_for_lock: bool = False
     embed_batch: int = 256
+    html_layout: bool = False  # lay HTML pages out in headless Chromium: boxes and hidden text
+    ocr: OcrSettings | None = None  # None: --ocr auto where Tesseract is installed, else none
+    follow_symlinks: bool = False  # follow links whose target lies outside the corpus folder
+    passwords: Passwords = Passwords()  # for encrypted PDFs, by doc_id pattern (never stored, never shown)
 
 
 @dataclass(frozen=True, slots=True)
@@ -69,11 +84,12 @@ class Progress:
 @dataclass(slots=True)
 class BuildReport:
     generation: str
+    executor: str = ""  # where the work ran
     n_files: int = 0
     by_status: collections.Counter = field(default_factory=collections.Counter)
     failures: list[tuple[str, str, str]] = field(default_factory=list)  # doc_id, status, reason
     internal_errors: list[tuple[str, str]] = field(default_factory=list)  # doc_id, traceback
-    skipped: list[str] = field(default_factory=list)  # files of unknown type
+    skipped: list[SkippedFile] = field(default_factory=list)  # files that are not documents, and why
     warned: list[tuple[str, str]] = field(default_factory=list)  # doc_id, what was recovered from
     hidden: list[tuple[str, int]] = field(default_factory=list)  # doc_id, characters a reader cannot see
     added: int = 0
@@ -88,29 +104,16 @@ class BuildReport:
     ann_updated: bool = False  # the live index was updated in place rather than built anew
     ann_reason: str = ""  # why it was built anew, where there was a live one
     ann_seconds: float = 0.0
+    ocr: str = "off"  # the OCR this build did, as the manifest records it
+    ocr_pages: int = 0  # PDF pages of changed documents whose text OCR read
     seconds: float = 0.0
     parse_seconds: float = 0.0  # summed over workers
     worker_peak_rss_mb: float = 0.0  # the largest parsing process's peak memory
     embed_seconds: float = 0.0
+    lexical_seconds: float = 0.0  # building the BM25 table of every chunk
     warnings: list[str] = field(default_factory=list)
-
-
-def discover(corpus: Path) -> tuple[list[tuple[str, Path]], list[str]]:
-    """(doc_id, path) of every supported file, sorted; and the doc ids of the others.
-
-    doc_id is the POSIX path relative to the corpus root. Hidden files and folders
-    (names starting with '.') are not part of the corpus.
-    """
-    found, skipped = [], []
-    for dirpath, dirnames, filenames in os.walk(corpus):
-        dirnames[:] = sorted(d for d in dirnames if not d.startswith("."))
-        for name in sorted(filenames):
-            if name.startswith("."):
-                continue
-            path = Path(dirpath) / name
-            doc_id = path.relative_to(corpus).as_posix()
-            (found if media_type_of(doc_id) else skipped).append((doc_id, path))
-    return sorted(found), sorted(d for d, _ in skipped)
+    html_layout: str = ""  # the engine that laid HTML pages out; "" where the stage did not run
+    layout: LayoutStats = LayoutStats()  # over the HTML pages this build laid out
 
 
 def build_index(
@@ -120,8 +123,13 @@ def build_index(
     *,
     embedder: Embedder | None = None,
     progress: Callable[[Progress], None] | None = None,
+    executor: Executor | None = None,
 ) -> BuildReport:
     """Build (or incrementally rebuild) the index of ``corpus`` in ``index_dir``.
+
+    ``executor`` runs the parsing and the embedding (default: a ``LocalExecutor`` of
+    ``settings.workers`` processes, made and stopped here); ``embedder``, when given,
+    is run by it instead of the model.
 
     >>> report = build_index("sample_corpus", "build/sample-index")   # doctest: +SKIP
     >>> report.by_status["ok"] > 0                                     # doctest: +SKIP
@@ -129,39 +137,108 @@ def build_index(
     """
     started = time.perf_counter()
     corpus, paths = Path(corpus), IndexPaths(Path(index_dir))
-    paths.root.mkdir(parents=True, exist_ok=True)
+    if not corpus.is_dir():  # before the index is touched: a mistyped corpus must not publish an empty index
+        raise CorpusError(f"{corpus}: {'not a folder' if corpus.exists() else 'no such folder'}")
+    with _writing(paths):
+        paths.root.mkdir(parents=True, exist_ok=True)
     model = resolve_model(settings.model)
-    with BuildLock(paths.lock, wait=settings.wait_for_lock):
-        _remove_debris(paths)
-        if embedder is None:
-            from ingest.backends import make_embedder
-
-            embedder = make_embedder(model, settings.embed_backend, settings.device)
+    with contextlib.ExitStack() as held:
+        with _writing(paths):
+            held.enter_context(BuildLock(paths.lock, wait=settings.wait_for_lock))
+            _remove_debris(paths)
+        executor = executor or held.enter_context(LocalExecutor(settings.workers))
+        embedder = held.enter_context(
+            executor.embedding(model, embedder, settings.embed_backend, settings.device))
         check_factory(settings.faiss_factory, embedder.dim)
-        live, full_reason = LiveGeneration.open_compatible(paths, settings, embedder, NORMALIZER_VERSION)
-        name = _next_generation_name(paths)
-        report = BuildReport(generation=name, full_reason=full_reason)
-        tmp_dir = paths.generations / f".{name}.tmp-{os.getpid()}"
-        writer = GenerationWriter(tmp_dir, embedder.model_id, embedder.dim)
-        try:
-            manifest = _write_generation(corpus, paths, settings, model, embedder, live, writer, report, progress)
-        except BaseException:
-            writer.abort()
-            shutil.rmtree(tmp_dir, ignore_errors=True)
-            raise
-        os.rename(tmp_dir, paths.generation(name))
-        fsync_dir(paths.generations)
-        publish(paths, name)
-        retire_generations(paths, keep=settings.keep_generations, keep_texts=settings.keep_texts)
-        report.warnings.extend(manifest.warnings)
+        ocr, ocr_skipped = resolve_ocr(settings.ocr)  # once per build, not per file
+        settings = dataclasses.replace(settings, ocr=ocr)
+        with _writing(paths):
+            try:
+                report = _build_locked(corpus, paths, settings, model, executor, embedder, ocr_skipped, progress)
+            finally:
+                close_shared_browser()  # one that laid pages out in this process (--workers 1)
     report.seconds = time.perf_counter() - started
     return report
 
 
-def _write_generation(corpus, paths, settings, model, embedder, live, writer, report, progress) -> Manifest:
-    files, report.skipped = discover(corpus)
+def _build_locked(corpus, paths, settings, model, executor, embedder, ocr_skipped, progress) -> BuildReport:
+    """Write a generation beside the live one, publish it, retire old ones (the lock is held)."""
+    live, full_reason = LiveGeneration.open_compatible(paths, settings, embedder, NORMALIZER_VERSION)
+    name = _next_generation_name(paths)
+    report = BuildReport(generation=name, executor=executor.describe(), full_reason=full_reason)
+    if settings.html_layout:
+        try:
+            report.html_layout = layout_engine()
+        except LayoutError as exc:  # said once; everything else is built as without the stage
+            report.warnings.append(f"HTML layout skipped: {exc.message}")
+    report.ocr = describe(settings.ocr)
+    if ocr_skipped:
+        report.warnings.append(ocr_skipped)
+    tmp_dir = paths.generations / f".{name}.tmp-{os.getpid()}"
+    writer = GenerationWriter(tmp_dir, embedder.model_id, embedder.dim)
+    try:
+        manifest = _write_generation(corpus, paths, settings, model, executor, embedder, live, writer, report,
+                                     progress)
+        os.rename(tmp_dir, paths.generation(name))
+        fsync_dir(paths.generations)
+        publish(paths, name)
+    except BaseException:
+        writer.abort()
+        shutil.rmtree(tmp_dir, ignore_errors=True)
+        if read_current(paths) != name:  # written but not published: it takes space and will never serve
+            shutil.rmtree(paths.generation(name), ignore_errors=True)
+            _give_back_space(paths, settings)
+        raise
+    report.warnings.extend(manifest.warnings)
+    try:
+        retire_generations(paths, keep=settings.keep_generations, keep_texts=settings.keep_texts)
+    except OSError as exc:  # published: the next build retires what this one could not
+        report.warnings.append(f"old generations not retired: {exc.strerror or exc}")
+    return report
+
+
+def _give_back_space(paths: IndexPaths, settings: BuildSettings) -> None:
+    """Texts and sources this build stored for a generation that will never serve (a full disk needs them gone)."""
+    try:
+        collect_garbage(paths, keep_texts=settings.keep_texts)
+    except OSError:
+        pass  # the next build collects them
+
+
+@contextlib.contextmanager
+def _writing(paths: IndexPaths) -> Iterator[None]:
+    """An OS error while the index is written is the index's: one clear error, naming what still serves."""
+    try:
+        yield
+    except OSError as exc:
+        try:
+            live = read_current(paths)
+        except OSError:
+            live = None
+        raise write_failure(paths, _os_reason(exc, paths.root), live) from None
+
+
+def _os_reason(exc: OSError, root: Path) -> str:
+    """'No space left on device (writing texts/ab12….txt)': the file relative to the index where it lies in it."""
+    if not exc.filename:
+        return exc.strerror or str(exc)
+    where = Path(os.fsdecode(exc.filename))
+    if where.is_relative_to(root) and where != root:
+        return f"{exc.strerror or exc} (writing {where.relative_to(root)})"
+    return f"{exc.strerror or exc} ({where})"
+
+
+def _write_generation(corpus, paths, settings, model, executor, embedder, live, writer, report, progress) -> Manifest:
+    found = discover(corpus, follow_symlinks=settings.follow_symlinks, index_folder=paths.root)
+    files, report.skipped = found.files, found.skipped
     report.n_files = len(files)
     live_files = live.files if live else {}
+    # A file whose live row is an error is carried over unchanged, unless a password may open it now.
+    retry = {f.doc_id for f in files if live and f.doc_id in live.failed and settings.passwords.for_doc(f.doc_id)}
+    reusable = {doc_id: sha for doc_id, sha in live_files.items() if doc_id not in retry}
+    if live and live.generation.manifest.html_layout != report.html_layout:
+        # laid out by another engine, or not at all: HTML pages are parsed and laid out again
+        reusable = {d: sha for d, sha in reusable.items() if media_type_of(d) is not MediaType.HTML}
     vectors = VectorQueue(
         embedder,
         writer.add_vectors,
@@ -170,36 +247,46 @@ def _write_generation(corpus, paths, settings, model, embedder, live, writer, re
         known_vectors=live.vectors if live else None,
     )
     files_sha: dict[str, str] = {}
-    for done, result in enumerate(_process_all(files, paths, settings, model, live_files), start=1):
-        if result.unchanged:
-            record = carry_over(live, result.doc_id, writer, vectors)
-            report.unchanged += 1
-        else:
-            record = result.record
-            if result.doc_id in live_files:
-                report.changed += 1
+    corpus_root = None if settings.follow_symlinks else found.root
+    # Closed on the way out: a build that stops (a full disk) does not wait for the files in flight.
+    results = _process_all(executor, files, corpus_root, paths, settings, model, reusable, bool(report.html_layout))
+    with contextlib.closing(results):
+        for done, result in enumerate(results, start=1):
+            if result.unchanged:
+                record = carry_over(live, result.doc_id, writer, vectors)
+                report.unchanged += 1
             else:
-                report.added += 1
-            for table_name, rows in result.tables.items():
-                writer.add_rows(table_name, rows)
-            if result.chunks is not None:
-                writer.add_rows("chunks", vectors.assign(result.chunks, result.embed_texts))
-            if result.internal_error:
-                report.internal_errors.append((result.doc_id, result.internal_error))
-            report.parse_seconds += result.seconds
-            report.worker_peak_rss_mb = max(report.worker_peak_rss_mb, result.peak_rss_kb / 1024)
-        writer.add_document(record)
-        files_sha[record.doc_id] = record.source_sha256
-        report.by_status[record.status.value] += 1
-        report.chunks += record.n_chunks
-        if record.status is not DocStatus.OK:
-            report.failures.append((record.doc_id, record.status.value, record.error))
-        elif record.warning:
-            report.warned.append((record.doc_id, record.warning))
-        if record.n_hidden_chars:
-            report.hidden.append((record.doc_id, record.n_hidden_chars))
-        if progress:
-            progress(Progress(done, len(files), result.doc_id, "unchanged" if result.unchanged else record.status.value))
+                if result.write_error:
+                    raise write_failure(paths, result.write_error, read_current(paths))
+                record = result.record
+                if result.doc_id in live_files:
+                    report.changed += 1
+                else:
+                    report.added += 1
+                for table_name, rows in result.tables.items():
+                    writer.add_rows(table_name, rows)
+                    if table_name == "pdf_pages":
+                        report.ocr_pages += int(pc.sum(rows.column("ocr")).as_py() or 0)
+                if result.chunks is not None:
+                    writer.add_rows("chunks", vectors.assign(result.chunks, result.embed_texts))
+                if result.internal_error:
+                    report.internal_errors.append((result.doc_id, result.internal_error))
+                report.parse_seconds += result.seconds
+                if result.layout is not None:
+                    report.layout += result.layout
+                report.worker_peak_rss_mb = max(report.worker_peak_rss_mb, result.peak_rss_kb / 1024)
+            writer.add_document(record)
+            files_sha[record.doc_id] = record.source_sha256
+            report.by_status[record.status.value] += 1
+            report.chunks += record.n_chunks
+            if record.status is not DocStatus.OK:
+                report.failures.append((record.doc_id, record.status.value, record.error))
+            elif record.warning:
+                report.warned.append((record.doc_id, record.warning))
+            if record.n_hidden_chars:
+                report.hidden.append((record.doc_id, record.n_hidden_chars))
+            if progress:
+                progress(Progress(done, len(files), result.doc_id, "unchanged" if result.unchanged else record.status.value))
     vectors.flush()
     report.removed = len(set(live_files) - set(files_sha))
     report.chunks_embedded, report.chunks_reused = vectors.embedded, vectors.reused
@@ -220,13 +307,17 @@ def _write_generation(corpus, paths, settings, model, embedder, live, writer, re
         ann=ann,
         embed_backend=str(embedder.backend),
         embed_device=str(getattr(embedder, "device", "")),
+        ocr=describe(settings.ocr),
         n_documents=len(files_sha),
         n_chunks=writer.n_rows["chunks"],
         documents_by_status=dict(sorted(report.by_status.items())),
         files=dict(sorted(files_sha.items())),
         warnings=tuple(w for w in [faiss_warning] if w),
+        html_layout=report.html_layout,
     )
-    return writer.finish(manifest, faiss_index)
+    manifest = writer.finish(manifest, faiss_index)
+    report.lexical_seconds = writer.lexical_seconds
+    return manifest
 
 
 def _vector_index(vectors, settings: BuildSettings, live, queue, report: BuildReport):
@@ -256,8 +347,9 @@ def _vector_index(vectors, settings: BuildSettings, live, queue, report: BuildRe
     return index, ann, warning
 
 
-def _process_all(files, paths, settings: BuildSettings, model: ModelInfo, live_files) -> Iterator[DocResult]:
-    """Results in file order; parsing runs ahead in worker processes."""
+def _process_all(executor: Executor, files: list[CorpusFile], corpus_root: str | None, paths, settings: BuildSettings,
+                 model: ModelInfo, live_files, html_layout: bool) -> Iterator[DocResult]:
+    """Results in file order; parsing (and the layout of HTML pages) runs ahead, where the executor runs it."""
     worker_settings = WorkerSettings(
         model=model,
         chunker=settings.chunker,
@@ -265,10 +357,13 @@ def _process_all(files, paths, settings: BuildSettings, model: ModelInfo, live_f
         max_file_bytes=settings.max_file_mb * 1024 * 1024,
         max_pages=settings.max_pages,
         max_chars=settings.max_chars,
+        html_layout=html_layout,
+        ocr=settings.ocr,
+        corpus_root=corpus_root,
+        passwords=settings.passwords,
     )
-    jobs = [FileJob(path, doc_id, media_type_of(doc_id), live_files.get(doc_id)) for doc_id, path in files]
-    workers = settings.workers or os.cpu_count() or 1
-    return process_in_workers(jobs, worker_settings, workers, timeout_s=settings.doc_timeout_s or None)
+    jobs = [FileJob(f.path, f.doc_id, media_type_of(f.doc_id), live_files.get(f.doc_id), f.id_note) for f in files]
+    return executor.process(jobs, worker_settings, settings.doc_timeout_s or None)
 
 
 def _next_generation_name(paths: IndexPaths) -> str:

@@ -13,7 +13,7 @@ import re
 from html import unescape
 from html.entities import html5
 
-from schemas.records import HtmlRun, RunKind
+from schemas.records import HiddenReason, HtmlRun, RunKind
 
 # Separator levels: a tab between table cells, a line break, a blank line.
 TAB, LINE, PARAGRAPH = -1, 1, 2
@@ -35,6 +35,8 @@ class TextBuilder:
         self.sep_tab = False
         self.sep_at = -1  # source position of the pending separator; -1: none
         self.space: tuple[int, int, RunKind] | None = None  # pending collapsed whitespace
+        self.reason: HiddenReason | None = None  # why what is appended now is hidden (the tree builder says)
+        self.hidden: list[list] = []  # [start, end, reason] of text appended while a reason held
 
     def result(self) -> tuple[str, tuple[HtmlRun, ...]]:
         runs = tuple(HtmlRun(a, b, c, d, k) for a, b, c, d, k in self.runs)
@@ -100,6 +102,12 @@ class TextBuilder:
             last[3] = end
         else:
             runs.append([self.length, self.length + n, start, end, kind])
+        if self.reason is not None and kind is not RunKind.SYNTHETIC:
+            hidden = self.hidden
+            if hidden and hidden[-1][1] == self.length and hidden[-1][2] is self.reason:
+                hidden[-1][1] += n
+            else:
+                hidden.append([self.length, self.length + n, self.reason])
         self.parts.append(text)
         self.length += n
         if text[-1] == "\n":

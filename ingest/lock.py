@@ -49,8 +49,13 @@ class BuildLock:
                 "wait for it, or run with --wait"
             ) from None
         holder = {"pid": os.getpid(), "host": socket.gethostname(), "since": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
-        os.ftruncate(fd, 0)
-        os.pwrite(fd, json.dumps(holder).encode(), 0)
+        try:
+            os.ftruncate(fd, 0)
+            os.pwrite(fd, json.dumps(holder).encode(), 0)
+        except OSError as exc:  # a full disk: let go, or this process would hold the index until it exits
+            fcntl.flock(fd, fcntl.LOCK_UN)
+            os.close(fd)
+            raise OSError(exc.errno, exc.strerror, str(self.path)) from None
         self._fd = fd
         return self
 

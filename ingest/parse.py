@@ -6,15 +6,20 @@ row with ``status=error`` and a reason, never an exception out of the batch.
 
 from __future__ import annotations
 
+import functools
 import hashlib
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import PurePosixPath
 
+from ingest.passwords import PasswordLine
 from schemas.errors import DocumentError
 from schemas.limits import DocumentLimits
-from schemas.records import DocStatus, DocumentRecord, MediaType, ParsedDocument
+from schemas.records import DocStatus, DocumentRecord, MediaType, OcrMode, OcrSettings, ParsedDocument
 
-PARSER_VERSION = 2  # bump when a parser would give other text for the same bytes (2: HTML source_url)
+# Bump when a parser would give other text or maps for the same bytes (2: HTML source_url;
+# 3: PDF hidden-text runs, OCR of pages without a usable text layer).
+PARSER_VERSION = 3
 
 SUFFIXES = {
     ".pdf": MediaType.PDF,
@@ -44,11 +49,19 @@ class ParseOutcome:
 
 
 def parse_document(
-    source: bytes, doc_id: str, media_type: MediaType, limits: DocumentLimits = DocumentLimits()
+    source: bytes,
+    doc_id: str,
+    media_type: MediaType,
+    limits: DocumentLimits = DocumentLimits(),
+    ocr: OcrSettings = OcrSettings(),
+    *,
+    passwords: Sequence[PasswordLine] = (),
 ) -> ParseOutcome:
     """Parse one file's bytes; every outcome, failures included, is a document record.
 
     Over one of ``limits`` (bytes, pages, characters of text) the record is an error with the reason.
+    ``ocr`` says which PDF pages are read by OCR (``ingest.pdf_ocr``); ``passwords``: the
+    --passwords lines that match this document (PDF only).
     """
     base = dict(
         doc_id=doc_id,
@@ -62,21 +75,21 @@ def parse_document(
         reason = f"file too large: {len(source):,} bytes, the limit is {limits.max_file_bytes:,} (--max-file-mb)"
         return ParseOutcome(_failed(base, DocStatus.ERROR, reason), None)
     try:
-        parsed = _parser(media_type, limits)(source, doc_id)
+        parsed = _parser(media_type, limits, ocr, passwords)(source, doc_id)
     except DocumentError as exc:
         return ParseOutcome(_failed(base, DocStatus.ERROR, exc.message), None)
     if len(parsed.text) > limits.max_chars:
         reason = f"{len(parsed.text):,} characters of text, over the limit of {limits.max_chars:,} (--max-chars)"
         return ParseOutcome(_failed(base, DocStatus.ERROR, reason), None)
-    return ParseOutcome(_parsed_record(base, parsed), parsed)
+    return ParseOutcome(_parsed_record(base, parsed, ocr), parsed)
 
 
-def _parser(media_type: MediaType, limits: DocumentLimits):
+def _parser(media_type: MediaType, limits: DocumentLimits, ocr: OcrSettings, passwords: Sequence[PasswordLine] = ()):
     # Imported on use: a worker parsing only text files never loads PyMuPDF.
     if media_type is MediaType.PDF:
         from ingest.pdf import parse_pdf
 
-        return lambda source, doc_id: parse_pdf(source, doc_id, max_pages=limits.max_pages)
+        return lambda source, doc_id: parse_pdf(source, doc_id, ocr, max_pages=limits.max_pages, passwords=passwords)
     if media_type is MediaType.HTML:
         from ingest.html import parse_html
 
@@ -99,11 +112,12 @@ def _failed(base: dict, status: DocStatus, reason: str) -> DocumentRecord:
     )
 
 
-def _parsed_record(base: dict, parsed: ParsedDocument) -> DocumentRecord:
+def _parsed_record(base: dict, parsed: ParsedDocument, ocr: OcrSettings) -> DocumentRecord:
     status, error = DocStatus.OK, ""
     if parsed.pages and parsed.pages_without_text == parsed.n_pages:
         status = DocStatus.NO_TEXT
-        error = f"no text layer on any of its {parsed.n_pages} pages (scanned or image-only; OCR it first)"
+        how = "OCR found no text either" if ocr.mode is not OcrMode.OFF else "build with --ocr to read it"
+        error = f"no text layer on any of its {parsed.n_pages} pages (scanned or image-only; {how})"
     elif not parsed.text.strip():
         status, error = DocStatus.EMPTY, "no text"
     return DocumentRecord(

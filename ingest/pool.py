@@ -68,6 +68,9 @@ def process_in_workers(
                     yield result
             except BrokenProcessPool:
                 suspects = [job for job, _ in window]
+            except GeneratorExit:  # the consumer stopped (a full disk): files in flight are not waited for
+                _kill_workers(pool)
+                raise
         for job in suspects:
             yield _isolated(job, settings, work, timeout_s)
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from schemas.errors import IndexWriteError
 from schemas.layout import IndexPaths
 
 
@@ -29,11 +30,15 @@ def fsync_file(path: Path) -> None:
 def atomic_write(path: Path, data: bytes) -> None:
     """Write ``data`` so that ``path`` holds either the old or the new bytes, never a mixture."""
     tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
-    with open(tmp, "wb") as f:
-        f.write(data)
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(tmp, path)
+    try:
+        with open(tmp, "wb") as f:
+            f.write(data)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        _remove_quietly(tmp)  # a full disk: give back what the partial copy took
+        raise
     fsync_dir(path.parent)
 
 
@@ -43,6 +48,19 @@ def write_once(path: Path, data: bytes) -> None:
         return
     path.parent.mkdir(parents=True, exist_ok=True)
     atomic_write(path, data)
+
+
+def _remove_quietly(path: Path) -> None:
+    try:
+        path.unlink(missing_ok=True)
+    except OSError:
+        pass
+
+
+def write_failure(paths: IndexPaths, reason: str, live: str | None) -> IndexWriteError:
+    """One line for an index that cannot be written: what the system said, where, and what still serves."""
+    after = f"generation {live} is still live" if live else "nothing was published"
+    return IndexWriteError(f"cannot write the index {paths.root}: {reason}; {after}")
 
 
 def publish(paths: IndexPaths, generation: str) -> None:

@@ -26,6 +26,12 @@ def retire_generations(paths: IndexPaths, *, keep: int = 3, keep_texts: bool = F
     return retired
 
 
+def collect_garbage(paths: IndexPaths, *, keep_texts: bool = False) -> None:
+    """Remove the texts and sources no kept generation references (after a build that failed)."""
+    names = sorted(p.name for p in paths.generations.iterdir() if p.name.isdigit())
+    _collect_garbage(paths, names, keep_texts)
+
+
 def _collect_garbage(paths: IndexPaths, kept: list[str], keep_texts: bool) -> None:
     if keep_texts:
         return  # every text and source stays, so any old citation can be shown as it was

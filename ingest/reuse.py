@@ -12,12 +12,13 @@ from dataclasses import dataclass
 import numpy as np
 
 from ingest.embed import Embedder, VectorQueue
+from ingest.ocr import describe
 from ingest.parse import PARSER_VERSION
 from ingest.previous import PublishedGeneration
 from ingest.write import GenerationWriter
 from schemas.errors import IndexFormatError
 from schemas.layout import IndexPaths, read_current
-from schemas.records import DocumentRecord
+from schemas.records import DocStatus, DocumentRecord, OcrSettings
 from schemas.tables import DOCUMENT_MAP_TABLES, document_records
 
 MAP_TABLES = DOCUMENT_MAP_TABLES
@@ -27,6 +28,7 @@ MAP_TABLES = DOCUMENT_MAP_TABLES
 class LiveGeneration:
     generation: PublishedGeneration
     files: dict[str, str]  # doc_id -> source sha256
+    failed: frozenset[str]  # doc_ids whose row is an error (a password may open one now)
     embed_cache: dict[str, int]  # embed_sha256 -> vector_id
     vectors: np.ndarray
 
@@ -52,6 +54,7 @@ class LiveGeneration:
                 ("chunker settings", m.chunker != settings.chunker),
                 ("normaliser version", m.normalizer_version != normalizer_version),
                 ("parser version", m.parser_version != PARSER_VERSION),
+                ("OCR settings", m.ocr != describe(settings.ocr or OcrSettings())),
             ]
             if differs
         ]
@@ -59,9 +62,10 @@ class LiveGeneration:
             return None, f"{', '.join(differences)} changed since generation {name}: full rebuild"
         chunks = generation.table("chunks", ["embed_sha256", "vector_id"])
         embed_cache = dict(zip(chunks.column("embed_sha256").to_pylist(), chunks.column("vector_id").to_pylist()))
-        documents = generation.table("documents", ["doc_id", "source_sha256"])
+        documents = generation.table("documents", ["doc_id", "source_sha256", "status"])
         files = dict(zip(documents.column("doc_id").to_pylist(), documents.column("source_sha256").to_pylist()))
-        return cls(generation, files, embed_cache, generation.vectors()), ""
+        failed = frozenset(d for d, s in zip(files, documents.column("status").to_pylist()) if s == DocStatus.ERROR)
+        return cls(generation, files, failed, embed_cache, generation.vectors()), ""
 
     def document(self, doc_id: str) -> DocumentRecord:
         return document_records(self.generation.rows_of("documents", doc_id))[0]

@@ -3,10 +3,16 @@
 Workers never load torch: they need PyMuPDF, the HTML parser and the model's
 tokenizer only. What they return is compact (Arrow tables, not Python
 objects per glyph) so that shipping it to the embedding process is cheap.
+
+A worker on this machine reads the file and writes its text and source into
+the index folder itself. A worker with no index folder (``index_root=None``,
+on another machine) is handed the bytes and returns the files in its result,
+for the one process that writes the index to store (``store_document``).
 """
 
 from __future__ import annotations
 
+import bisect
 import dataclasses
 import hashlib
 import re
@@ -14,27 +20,45 @@ import time
 import traceback
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pyarrow as pa
 
 from ingest.chunker import chunk_spans, make_chunks
+from ingest.corpus import NotReadable, read_corpus_file
 from ingest.model import ModelInfo, load_tokenizer
 from ingest.parse import parse_document
+from ingest.passwords import Passwords
 from ingest.publish import write_once
+from schemas.errors import IndexWriteError
 from schemas.layout import IndexPaths
 from schemas.limits import MAX_DOC_CHARS, MAX_PDF_PAGES, DocumentLimits
-from schemas.records import ChunkerSettings, DocStatus, DocumentRecord, MediaType, ParsedDocument
-from schemas.tables import chunks_table, hidden_text_table, html_map_table, pdf_chars_table, pdf_pages_table
+from schemas.records import ChunkerSettings, DocStatus, DocumentRecord, MediaType, OcrSettings, ParsedDocument
+from schemas.tables import (
+    chunks_table,
+    hidden_text_table,
+    html_boxes_table,
+    html_map_table,
+    pdf_chars_table,
+    pdf_pages_table,
+)
+
+if TYPE_CHECKING:
+    from ingest.html_layout import HtmlLayout, LayoutStats
 
 
 @dataclass(frozen=True, slots=True)
 class WorkerSettings:
     model: ModelInfo
     chunker: ChunkerSettings
-    index_root: Path
+    index_root: Path | None  # None: the result carries the files to store (a worker with no index folder)
     max_file_bytes: int
     max_pages: int = MAX_PDF_PAGES
     max_chars: int = MAX_DOC_CHARS
+    html_layout: bool = False  # lay HTML pages out in a browser (boxes, hidden text)
+    ocr: OcrSettings = OcrSettings()  # resolved by the build: OFF where Tesseract is missing
+    corpus_root: str | None = None  # resolved; a file must lie inside it (None: --follow-symlinks)
+    passwords: Passwords = Passwords()  # --passwords: tried on encrypted PDFs whose doc_id they match
 
 
 @dataclass(frozen=True, slots=True)
@@ -43,6 +67,17 @@ class FileJob:
     doc_id: str
     media_type: MediaType
     live_sha256: str | None  # the file's hash in the live generation, if it is there
+    id_note: str = ""  # why doc_id is not the file's name as it is (ingest.corpus.safe_doc_id)
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class DocumentFiles:
+    """What one document adds to the index's texts/ and sources/ (content-addressed, written once)."""
+
+    text: bytes  # the document text, UTF-8
+    source_suffix: str
+    decoded_source: bytes | None = None  # HTML: the decoded source its map indexes, UTF-8
+    decrypted_source: bytes | None = None  # a PDF opened with --passwords, without its encryption
 
 
 @dataclass(slots=True, eq=False)
@@ -55,6 +90,9 @@ class DocResult:
     seconds: float = 0.0
     peak_rss_kb: int = 0  # the worker process's peak resident memory so far (0 where unknown)
     internal_error: str = ""  # traceback of an unexpected failure (a bug, not bad input)
+    layout: LayoutStats | None = None  # HTML laid out by the browser (--html-layout)
+    files: DocumentFiles | None = None  # to store, when the worker had no index folder
+    write_error: str = ""  # the index could not be written (disk full, read-only): the build must stop
 
     @property
     def unchanged(self) -> bool:
@@ -73,15 +111,33 @@ def init_worker(settings: WorkerSettings) -> None:
 
 def process_file(job: FileJob) -> DocResult:
     """Everything about one file that does not need the model, as one result."""
+    return _guarded(job, lambda settings: _process(job, settings))
+
+
+def process_source(job: FileJob, source: bytes) -> DocResult:
+    """``process_file`` for bytes read by another process, perhaps on another machine."""
+    return _guarded(job, lambda settings: _process_source(job, source, settings))
+
+
+def _guarded(job: FileJob, work) -> DocResult:
     assert _settings is not None, "init_worker was not called"
     started = time.perf_counter()
     try:
-        result = _process(job, _settings)
+        result = _with_id_note(work(_settings), job)
+    except IndexWriteError as exc:  # not this file's fault: the whole build stops
+        result = DocResult(job.doc_id, _error_record(job, "not stored"), write_error=str(exc))
     except Exception as exc:  # a parser bug must not end the batch; the traceback is kept
         record = _error_record(job, f"internal error while parsing: {type(exc).__name__}: {exc}")
         result = DocResult(job.doc_id, record, internal_error=traceback.format_exc())
     result.seconds = time.perf_counter() - started
     result.peak_rss_kb = _peak_rss_kb()
+    return result
+
+
+def _with_id_note(result: DocResult, job: FileJob) -> DocResult:
+    if job.id_note and result.record is not None and job.id_note not in result.record.warning:
+        warning = "; ".join(w for w in (job.id_note, result.record.warning) if w)
+        result.record = dataclasses.replace(result.record, warning=warning)
     return result
 
 
@@ -110,6 +166,7 @@ def timed_out_result(job: FileJob, seconds: float) -> DocResult:
 
 def _error_record(job: FileJob, reason: str) -> DocumentRecord:
     return DocumentRecord(
+        warning=job.id_note,
         doc_id=job.doc_id,
         doc_version="",
         source_sha256="",
@@ -123,20 +180,31 @@ def _error_record(job: FileJob, reason: str) -> DocumentRecord:
     )
 
 
-def _process(job: FileJob, settings: WorkerSettings) -> DocResult:
+def read_source(job: FileJob, settings: WorkerSettings) -> bytes | DocResult:
+    """The file's bytes; or its result when they need no parsing (too large, not a regular file
+    inside the corpus, unreadable, unchanged)."""
     try:
-        size = job.path.stat().st_size
-        if size > settings.max_file_bytes:  # refused unread: a huge file never reaches memory
-            reason = f"file too large: {size:,} bytes, the limit is {settings.max_file_bytes:,} (--max-file-mb)"
-            return DocResult(job.doc_id, _error_record(job, reason))
-        source = job.path.read_bytes()
+        source = read_corpus_file(job.path, settings.corpus_root, settings.max_file_bytes)
+    except NotReadable as exc:
+        return DocResult(job.doc_id, _error_record(job, str(exc)))
     except OSError as exc:
         return DocResult(job.doc_id, _error_record(job, f"cannot read the file: {exc.strerror or exc}"))
     if job.live_sha256 is not None and hashlib.sha256(source).hexdigest() == job.live_sha256:
         return DocResult(job.doc_id, None)
+    return source
 
+
+def _process(job: FileJob, settings: WorkerSettings) -> DocResult:
+    source = read_source(job, settings)
+    if isinstance(source, DocResult):
+        return source
+    return _process_source(job, source, settings)
+
+
+def _process_source(job: FileJob, source: bytes, settings: WorkerSettings) -> DocResult:
     limits = DocumentLimits(settings.max_file_bytes, settings.max_pages, settings.max_chars)
-    outcome = parse_document(source, job.doc_id, job.media_type, limits)
+    passwords = settings.passwords.for_doc(job.doc_id) if job.media_type is MediaType.PDF else ()
+    outcome = parse_document(source, job.doc_id, job.media_type, limits, settings.ocr, passwords=passwords)
     record, parsed = outcome.record, outcome.parsed
     if parsed is None:
         return DocResult(job.doc_id, record)
@@ -145,9 +213,33 @@ def _process(job: FileJob, settings: WorkerSettings) -> DocResult:
     if record.status is not DocStatus.OK:
         return DocResult(job.doc_id, record, tables=tables)
 
+    layout = stats = None
+    if settings.html_layout and parsed.media_type is MediaType.HTML:
+        from ingest.html_layout import LayoutError, LayoutStats, shared_browser  # only where it runs
+
+        try:
+            layout = shared_browser().layout(parsed)
+        except LayoutError as exc:  # the document is indexed all the same, without boxes
+            record = _warn(record, f"HTML layout failed: {exc.message}")
+            stats = LayoutStats(failed=1)
+        else:
+            parsed = dataclasses.replace(parsed, hidden_runs=layout.hidden_runs)  # the browser's verdicts
+            tables = _map_tables(parsed)
+            tables["html_boxes"] = html_boxes_table(parsed.doc_id, parsed.doc_version, layout.char_runs)
+            stats = LayoutStats.of(layout)
     spans = chunk_spans(parsed.text, _tokenizer, settings.chunker, parsed.hidden_runs)
     chunks = make_chunks(parsed, spans)
-    _store(settings.index_root, job, source, record, parsed)
+    if layout is not None:
+        chunks = _layout_pages(chunks, layout)
+    files = DocumentFiles(
+        text=parsed.text.encode("utf-8"),
+        source_suffix=job.path.suffix,
+        decoded_source=None if parsed.decoded_source is None else parsed.decoded_source.encode("utf-8"),
+        decrypted_source=parsed.decrypted_source,
+    )
+    if settings.index_root is not None:
+        store_document(settings.index_root, record, source, files)
+        files = None
     n_hidden = sum(run.end - run.start for run in parsed.hidden_runs)
     record = dataclasses.replace(record, n_chunks=len(chunks), n_hidden_chars=n_hidden)
     return DocResult(
@@ -156,7 +248,30 @@ def _process(job: FileJob, settings: WorkerSettings) -> DocResult:
         chunks=chunks_table(chunks),
         embed_texts=[s.embed_text for s in spans],
         tables=tables,
+        layout=stats,
+        files=files,
     )
+
+
+def _warn(record: DocumentRecord, warning: str) -> DocumentRecord:
+    return dataclasses.replace(record, warning="; ".join(w for w in (record.warning, warning) if w))
+
+
+def _layout_pages(chunks: list, layout: HtmlLayout) -> list:
+    """Chunks of a laid-out HTML page with the first and last page their boxes are on."""
+    if not layout.char_runs:
+        return chunks
+    starts = [r.start for r in layout.char_runs]
+    ends = [r.end for r in layout.char_runs]
+    out = []
+    for chunk in chunks:
+        first = bisect.bisect_right(ends, chunk.start)
+        last = bisect.bisect_left(starts, chunk.end)
+        pages = [layout.char_runs[i].page for i in range(first, last)]
+        if pages:
+            chunk = dataclasses.replace(chunk, page_start=min(pages), page_end=max(pages))
+        out.append(chunk)
+    return out
 
 
 def _map_tables(parsed: ParsedDocument) -> dict[str, pa.Table]:
@@ -172,13 +287,20 @@ def _map_tables(parsed: ParsedDocument) -> dict[str, pa.Table]:
     return tables
 
 
-def _store(root: Path, job: FileJob, source: bytes, record: DocumentRecord, parsed: ParsedDocument) -> None:
+def store_document(root: Path, record: DocumentRecord, source: bytes, files: DocumentFiles) -> None:
     """Texts and sources are content-addressed and shared by generations: write once."""
     paths = IndexPaths(root)
-    write_once(paths.text(record.doc_version), parsed.text.encode("utf-8"))
-    write_once(paths.source(record.source_sha256, job.path.suffix), source)
-    if parsed.decoded_source is not None:
-        write_once(paths.decoded_source(record.source_sha256), parsed.decoded_source.encode("utf-8"))
+    written = [(paths.text(record.doc_version), files.text),
+               (paths.source(record.source_sha256, files.source_suffix), source)]
+    if files.decoded_source is not None:
+        written.append((paths.decoded_source(record.source_sha256), files.decoded_source))
+    if files.decrypted_source is not None:
+        written.append((paths.decrypted_source(record.source_sha256), files.decrypted_source))
+    for path, data in written:
+        try:
+            write_once(path, data)
+        except OSError as exc:
+            raise IndexWriteError(f"{exc.strerror or exc} (writing {path.relative_to(root)})") from None
 
 
 _SURROGATE = re.compile("[\ud800-\udfff]")

@@ -42,6 +42,11 @@ def answer_json_schema() -> dict:
 
 def load_answer(path: str | Path, limits: AnswerLimits = AnswerLimits()) -> Answer:
     """The answer in the file at ``path``; an AnswerFormatError (one line, naming it) when it is none."""
+    return parse_answer(loads(read_answer_bytes(path, limits), str(path)), where=str(path), limits=limits)
+
+
+def read_answer_bytes(path: str | Path, limits: AnswerLimits = AnswerLimits()) -> bytes:
+    """The bytes of an answer file (any answer format), refused over ``limits.max_bytes``."""
     path = Path(path)
     try:
         if path.is_dir():
@@ -59,7 +64,7 @@ def load_answer(path: str | Path, limits: AnswerLimits = AnswerLimits()) -> Answ
         raise AnswerFormatError(f"{path}: cannot read: {exc.strerror or exc}") from None
     if len(data) > limits.max_bytes:
         raise AnswerFormatError(f"{path}: over the limit of {limits.max_bytes / MIB:g} MB for an answer (--max-answer-mb)")
-    return parse_answer(loads(data, str(path)), where=str(path), limits=limits)
+    return data
 
 
 def parse_answer(raw: object, where: str = "answer", limits: AnswerLimits = AnswerLimits()) -> Answer:

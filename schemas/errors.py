@@ -65,6 +65,18 @@ class IndexFormatError(SpanindexError):
     """An index (or one of its tables) is missing, damaged or of a format we do not know."""
 
 
+class PasswordFileError(SpanindexError):
+    """The --passwords file cannot be used (it never quotes a line: a line may hold a password)."""
+
+
+class CorpusError(SpanindexError):
+    """The corpus folder cannot be read at all (missing, not a folder, not listable)."""
+
+
+class IndexWriteError(SpanindexError):
+    """The index folder cannot be written (disk full, read-only, permission lost); the live generation is unchanged."""
+
+
 class IndexLockedError(SpanindexError):
     """Another build holds the index lock."""
 
@@ -79,3 +91,11 @@ class ModelError(SpanindexError):
 
 class AnswerFormatError(SpanindexError):
     """An answer or citation file is not in a shape we accept."""
+
+
+class OcrError(SpanindexError):
+    """Tesseract is missing, cannot read the asked languages, or failed on a page."""
+
+
+class ClusterError(SpanindexError):
+    """A cluster cannot run the build: Ray is missing, or a node runs other code or another model."""

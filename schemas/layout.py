@@ -8,6 +8,7 @@ INDEX/
   texts/<hex>.txt         document texts by doc_version, shared by generations
   sources/<sha256>.<ext>  original files by content hash (the viewer renders them)
   sources/<sha256>.decoded.html   HTML sources as decoded: what src offsets index
+  sources/<sha256>.decrypted.pdf  a PDF opened with a password, without encryption: what the viewer renders
 ```
 
 The names are the contract: ``ingest`` writes these files (``ingest.publish``),
@@ -30,10 +31,12 @@ TABLE_FILES = {
     "pdf_pages": "pdf_pages.parquet",
     "html_map": "html_map.parquet",
     "hidden_text": "hidden_text.parquet",
+    "html_boxes": "html_boxes.parquet",
 }
 MANIFEST = "manifest.json"
 FAISS_FILE = "vectors.faiss"
 VECTORS_FILE = "vectors.f32"  # raw float32 rows by vector_id: the embedding cache of the next build
+LEXICAL_FILE = "lexical.parquet"  # BM25 postings by token; absent from generations built before it
 # Every file of a complete generation besides the manifest, in the order they are checked.
 GENERATION_FILES = (*TABLE_FILES.values(), FAISS_FILE, VECTORS_FILE)
 
@@ -73,6 +76,9 @@ class IndexPaths:
 
     def decoded_source(self, source_sha256: str) -> Path:
         return self.sources / f"{source_sha256}.decoded.html"
+
+    def decrypted_source(self, source_sha256: str) -> Path:
+        return self.sources / f"{source_sha256}.decrypted.pdf"
 
 
 def version_hex(doc_version: str) -> str:

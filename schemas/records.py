@@ -29,6 +29,23 @@ class DocStatus(StrEnum):
     ERROR = "error"  # could not be parsed; `error` says why
 
 
+class SkipReason(StrEnum):
+    """Why a file in the corpus folder is not a document of the index (the build summary says which)."""
+
+    UNKNOWN_TYPE = "unknown_type"  # a suffix no parser reads
+    SYMLINK_OUTSIDE = "symlink_outside"  # a link whose target lies outside the corpus (--follow-symlinks follows it)
+    SYMLINK_LOOP = "symlink_loop"  # a link that resolves to itself or to a folder above it
+    SYMLINK_BROKEN = "symlink_broken"  # a link to nothing
+    FOLDER_IN_CORPUS = "folder_in_corpus"  # a link to a folder already indexed under its own path
+    FIFO = "fifo"  # a named pipe: reading it would wait for a writer
+    SOCKET = "socket"
+    DEVICE = "device"  # a character or block device
+    NOT_A_FILE = "not_a_file"  # any other kind of node
+    UNREADABLE = "unreadable"  # a folder that cannot be listed, or a node that cannot be looked at
+    ID_TAKEN = "id_taken"  # a non-UTF-8 name whose safe id is the name of another file
+    INDEX_FOLDER = "index_folder"  # the index being built, inside its own corpus
+
+
 class RunKind(StrEnum):
     """How a run of document text relates to the HTML source it came from."""
 
@@ -36,6 +53,14 @@ class RunKind(StrEnum):
     ENTITY = "entity"  # a character reference: source range unescapes to the text
     WHITESPACE = "whitespace"  # one space/newline standing for a run of source whitespace (collapsed, CRLF)
     SYNTHETIC = "synthetic"  # a separator the parser inserted: empty source range
+
+
+class OcrMode(StrEnum):
+    """Which pages of a PDF are read by OCR."""
+
+    OFF = "off"
+    AUTO = "auto"  # pages with no usable text layer (none, or one that is not text)
+    FORCE = "force"  # every page, its text layer set aside
 
 
 class HiddenReason(StrEnum):
@@ -46,6 +71,7 @@ class HiddenReason(StrEnum):
     TRANSPARENT = "transparent"  # opacity or alpha 0
     TINY = "tiny"  # font size below 1 pt (PDF) or 1 CSS px (HTML)
     CLIPPED = "clipped"  # clipped away (a clip path, overflow hidden)
+    COVERED = "covered"  # painted over by an opaque box or image that shows nothing of it (PDF)
     OFF_PAGE = "off_page"  # outside the page or positioned off the screen
     CSS_HIDDEN = "css_hidden"  # display:none or visibility:hidden (through a style sheet or inline)
     ARIA_HIDDEN = "aria_hidden"  # in an aria-hidden subtree with no visible box
@@ -78,6 +104,7 @@ class PdfPage:
     rotation: int
     label: str  # printed page label, "" where the PDF defines none
     has_text: bool
+    ocr: bool = False  # its text was read by OCR from the rendered page
 
 
 @dataclass(frozen=True, slots=True, eq=False)
@@ -85,13 +112,18 @@ class PdfCharRun:
     """Real characters [start, end) on one line of one page, each with its glyph box.
 
     ``glyph_boxes`` has shape (end - start, 4): x0, y0, x1, y1 in points, top-left
-    origin of the displayed page (rotation applied).
+    origin of the displayed page (rotation applied). The boxes of an HTML page's browser
+    layout (``html_boxes``) have this shape too, in CSS px of their page of the layout.
+    A run read by OCR has
+    ``ocr_confidence``: for each character, the confidence (0-100) Tesseract gave
+    its word; ``None`` for characters of a text layer.
     """
 
     page: int
     start: int
     end: int
     glyph_boxes: np.ndarray
+    ocr_confidence: np.ndarray | None = None  # uint8 (end - start,)
 
 
 @dataclass(frozen=True, slots=True)
@@ -127,6 +159,7 @@ class ParsedDocument:
     char_runs: tuple[PdfCharRun, ...] = ()
     html_runs: tuple[HtmlRun, ...] = ()
     decoded_source: str | None = None  # HTML only: the source the runs index
+    decrypted_source: bytes | None = None  # a PDF opened with a password: the same file unencrypted, for the viewer
     warnings: tuple[str, ...] = ()
     source_url: str = ""  # HTML: the page's own absolute address (canonical link or og:url)
     hidden_runs: tuple[HiddenRun, ...] = ()  # sorted, non-overlapping
@@ -195,6 +228,15 @@ class ChunkerSettings:
 
 
 @dataclass(frozen=True, slots=True)
+class OcrSettings:
+    """Which PDF pages a build reads by OCR, in which languages, at which resolution."""
+
+    mode: OcrMode = OcrMode.OFF
+    languages: str = "eng"  # Tesseract's syntax: "eng+deu+jpn"
+    dpi: int = 200
+
+
+@dataclass(frozen=True, slots=True)
 class Manifest:
     """manifest.json of one generation."""
 
@@ -213,6 +255,7 @@ class Manifest:
     table_sha256: dict[str, str] = field(default_factory=dict)  # file name -> sha256
     parser_version: int = 1
     model_path: str = ""  # where the model was loaded from (a local folder; never a hub)
+    ocr: str = "off"  # the OCR the PDFs were read with ("auto eng 200 dpi"); a change reparses them
     warnings: tuple[str, ...] = ()
     # What ran the model (an EmbedBackend value; "torch" for indexes older than the field):
     # every vector of a generation comes from it, and a build with another one embeds anew.
@@ -220,13 +263,24 @@ class Manifest:
     embed_device: str = ""  # where it ran (cpu, cuda): the same vectors, recorded for the reader
     ann: AnnParams | None = None  # the FAISS index and its search parameters (None: older, Flat)
 
+    html_layout: str = ""  # the browser that laid HTML pages out (html_boxes), "" where none did
+    lexical_tokenizer_version: int = 0  # of lexical.parquet; 0: the generation has none (built before it)
+
+
+class SearchMode(StrEnum):
+    """How a query is matched against chunks (``Index.search``, the CLI, the API, MCP)."""
+
+    DENSE = "dense"  # nearest vectors: cosine similarity of the embeddings
+    LEXICAL = "lexical"  # BM25 over the chunks' tokens
+    HYBRID = "hybrid"  # both rankings fused by reciprocal rank
+
 
 @dataclass(frozen=True, slots=True)
 class SearchHit:
     """One retrieved chunk: where it is, and its exact text."""
 
     rank: int  # 1-based
-    score: float  # cosine similarity
+    score: float  # dense: cosine similarity; lexical: BM25 score; hybrid: reciprocal-rank-fusion score
     chunk_id: str
     doc_id: str
     doc_version: str
@@ -239,7 +293,8 @@ class SearchHit:
 
 @dataclass(frozen=True, slots=True)
 class Rect:
-    """A highlight rectangle on a displayed page: points, top-left origin."""
+    """A highlight rectangle on a displayed page, top-left origin: points (PDF), or CSS px of the
+    browser layout (HTML, its pages cut every ``schemas.tables.HTML_PAGE_HEIGHT`` px)."""
 
     page: int
     x0: float

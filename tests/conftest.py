@@ -30,8 +30,8 @@ os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
 ROOT = Path(__file__).resolve().parent.parent
 SAMPLE_CORPUS = ROOT / "sample_corpus"
-# ../shared/corpus beside the checkout; $SHARED_CORPUS names it where the checkout is elsewhere (a worktree)
-SHARED_CORPUS = Path(os.environ.get("SHARED_CORPUS") or ROOT.parent / "shared" / "corpus")
+# A worktree elsewhere than beside ../shared names the corpus with SPANINDEX_SHARED_CORPUS.
+SHARED_CORPUS = Path(os.environ.get("SPANINDEX_SHARED_CORPUS", ROOT.parent / "shared" / "corpus"))
 ARTIFACTS = ROOT / "test-artifacts"
 
 # Sentences of sample_corpus/ that tests cite (verbatim in the documents' text).

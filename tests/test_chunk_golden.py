@@ -5,8 +5,8 @@ A chunk id is ``doc_id#tok:token_start``; a change of a cut, a token number, a t
 an embedded string changes ids or vectors, breaks stored citations' ids and makes every index
 embed again. Such a change must be deliberate: regenerate the digests with
 ``SPANINDEX_REGENERATE_GOLDEN=1`` (the test then fails, so that the flag is never left on).
-A document whose text changed (a parser change) fails the test the same way: its digest says
-nothing about the chunker any more.
+A document whose text or hidden runs changed (a parser change) fails the test the same way,
+with a message that says so: its digest says nothing about the chunker any more.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from ingest.build import discover
+from ingest.corpus import discover
 from ingest.chunker import chunk_spans
 from ingest.parse import media_type_of, parse_document
 from schemas.records import ChunkerSettings, DocStatus, HiddenReason, HiddenRun
@@ -45,10 +45,10 @@ VARIANTS = {
 def _documents():
     folders = [("sample", SAMPLE_CORPUS)] + ([("shared", SHARED_CORPUS)] if SHARED_CORPUS.is_dir() else [])
     for prefix, folder in folders:
-        for doc_id, path in discover(folder)[0]:
-            outcome = parse_document(path.read_bytes(), doc_id, media_type_of(doc_id))
+        for found in discover(folder).files:
+            outcome = parse_document(found.path.read_bytes(), found.doc_id, media_type_of(found.doc_id))
             if outcome.parsed is not None and outcome.record.status is DocStatus.OK:
-                yield f"{prefix}/{doc_id}", outcome.parsed
+                yield f"{prefix}/{found.doc_id}", outcome.parsed
 
 
 def _digest(spans) -> str:
@@ -59,7 +59,11 @@ def _digest(spans) -> str:
 def _outputs(tokenizer) -> dict[str, dict]:
     out = {}
     for doc_id, parsed in _documents():
-        entry = {"text_sha256": hashlib.sha256(parsed.text.encode("utf-8", "surrogatepass")).hexdigest()}
+        runs = [[r.start, r.end, r.reason.value] for r in parsed.hidden_runs]
+        entry = {
+            "text_sha256": hashlib.sha256(parsed.text.encode("utf-8", "surrogatepass")).hexdigest(),
+            "hidden_sha256": hashlib.sha256(json.dumps(runs).encode()).hexdigest(),
+        }
         for name, (settings, hidden) in VARIANTS.items():
             spans = chunk_spans(parsed.text, tokenizer, settings, hidden(parsed.text, parsed.hidden_runs))
             entry[name] = f"{len(spans)} {_digest(spans)}"
@@ -81,5 +85,7 @@ def test_chunk_spans_of_every_corpus_document_are_those_recorded(tokenizer):
     assert sorted(outputs) == sorted(recorded), "the corpus changed: regenerate the digests"
     changed_text = [d for d in outputs if outputs[d]["text_sha256"] != recorded[d]["text_sha256"]]
     assert not changed_text, f"the parser's text changed for {changed_text}: regenerate the digests"
+    changed_runs = [d for d in outputs if outputs[d]["hidden_sha256"] != recorded[d].get("hidden_sha256")]
+    assert not changed_runs, f"the parser's hidden runs changed for {changed_runs}: regenerate the digests"
     moved = [(d, name) for d in outputs for name in VARIANTS if outputs[d][name] != recorded[d][name]]
     assert not moved, f"chunk spans differ from those recorded (document, variant): {moved}"

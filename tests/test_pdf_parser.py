@@ -77,7 +77,14 @@ def rotated_corpus_pdfs() -> list:
 def as_params(paths: list[Path]) -> list:
     if not paths:
         return [pytest.param(None, marks=pytest.mark.skip(reason="no such corpus PDFs"))]
-    return [pytest.param(p, id=str(p.relative_to(ROOT.parent))) for p in paths]
+    return [pytest.param(p, id=_test_id(p)) for p in paths]
+
+
+def _test_id(path: Path) -> str:
+    for base in (SHARED_CORPUS.parent.parent, ROOT.parent):  # shared/corpus/..., sample_corpus/...
+        if path.is_relative_to(base):
+            return str(path.relative_to(base))
+    return path.name
 
 
 def corpus_file(name: str) -> Path:

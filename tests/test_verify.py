@@ -98,6 +98,9 @@ def test_pdf_rectangles_read_back_the_quote_on_the_right_page(built):
         assert citation.rects, quote
         assert citation.locator == f"#page={citation.page}"
         pages = {p.page: p for p in idx.pdf_pages(chunk.doc_id)}
+        assert citation.ocr == any(pages[r.page].ocr for r in citation.rects)
+        if citation.ocr:
+            continue  # no text layer to read back: tests/test_ocr.py checks OCR boxes against the original words
         with pymupdf.open(root / chunk.doc_id) as pdf:
             read_back, whole_lines, textpages = [], [], {}
             for rect in citation.rects:
@@ -225,7 +228,8 @@ def test_offset_maps_are_built_once_per_document_by_the_index_for_every_user(sam
         assert citation.status.verified and views.citation(citation).kind.value in ("pdf", "html")
         inspect_chunk(idx, chunk.chunk_id, glyph_boxes=True)
     assert idx.pdf_char_map(pdf.doc_id) is char_map and idx.html_source_map(html.doc_id) is source_map
-    assert {kind for kind, _ in idx._maps} == {"pdf_char_map", "page_labels", "pdf_pages", "html_source_map", "hidden_text"}
+    assert {kind for kind, _ in idx._maps} == {"pdf_char_map", "page_labels", "pdf_pages", "html_source_map",
+                                               "hidden_text", "html_box_map"}
     for doc in idx.documents():
         idx.page_labels(doc.doc_id)
         idx.pdf_page(doc.doc_id, 1)

@@ -7,14 +7,14 @@ from __future__ import annotations
 import argparse
 import sys
 
-from index.cli.registry import COMMANDS, EXIT_ERROR, EXIT_LOCKED, EXIT_OK, EXIT_USAGE
+from index.cli.registry import COMMANDS, EXIT_CANNOT_WRITE, EXIT_ERROR, EXIT_LOCKED, EXIT_OK, EXIT_USAGE
 from ingest.embed import Embedder
-from schemas.errors import AnswerFormatError, IndexLockedError, SpanindexError
+from schemas.errors import AnswerFormatError, IndexLockedError, IndexWriteError, PasswordFileError, SpanindexError
 
 
 def main(argv: list[str] | None = None, *, embedder: Embedder | None = None) -> int:
-    """Run one command; the exit code. ``embedder``: for an index built with an embedder of
-    your own (or a test double), which the commands that search then use."""
+    """Run one command; the exit code. ``embedder``: an embedder of your own (or a test
+    double) that ``build`` embeds with and the commands that search then use."""
     parser = build_parser()
     args = parser.parse_args(argv)
     args.embedder = embedder
@@ -26,7 +26,10 @@ def main(argv: list[str] | None = None, *, embedder: Embedder | None = None) -> 
     except IndexLockedError as exc:
         print(f"spanindex: {exc}", file=sys.stderr)
         return EXIT_LOCKED
-    except AnswerFormatError as exc:  # an answer or records file we cannot use: unusable input
+    except IndexWriteError as exc:
+        print(f"spanindex: {exc}", file=sys.stderr)
+        return EXIT_CANNOT_WRITE
+    except (PasswordFileError, AnswerFormatError) as exc:  # a passwords, answer or records file we cannot use
         print(f"spanindex: {exc}", file=sys.stderr)
         return EXIT_USAGE
     except SpanindexError as exc:
@@ -43,15 +46,18 @@ def main(argv: list[str] | None = None, *, embedder: Embedder | None = None) -> 
 
 def build_parser() -> argparse.ArgumentParser:
     # Importing the command modules registers their subcommands, in this order:
-    # the index itself, citations, the viewer.
+    # the index itself, citations, the viewer, agents.
     from index.cli import index_commands  # noqa: F401, I001
     from index.cli import citation_commands  # noqa: F401
     from index.cli import viewer_commands  # noqa: F401
+    from index.cli import agent_commands  # noqa: F401
+    from index import __version__
 
     parser = argparse.ArgumentParser(
         prog="spanindex",
         description="An offset-preserving chunk index for retrieval-augmented generation.",
     )
+    parser.add_argument("--version", action="version", version=f"spanindex {__version__}")
     sub = parser.add_subparsers(title="commands", metavar="COMMAND")
     for name, (configure, help_text, example) in COMMANDS.items():
         p = sub.add_parser(

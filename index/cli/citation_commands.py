@@ -21,7 +21,11 @@ from index.cli.registry import EXIT_FAILURES, EXIT_OK, EXIT_USAGE, command, prin
          "spanindex verify build/sample-index answer.json --policy mark -o records.jsonl")
 def _verify(p: argparse.ArgumentParser) -> None:
     index_argument(p)
-    p.add_argument("answer", help="answer JSON: {answer_id, claims: [{claim_id, text, support: [{chunk_id, quote}]}]}")
+    p.add_argument("answer", help="answer JSON: {answer_id, claims: [{claim_id, text, support: [{chunk_id, quote}]}]}; "
+                                  "with --from anthropic, a Messages API response")
+    p.add_argument("--from", dest="answer_format", choices=["spanindex", "anthropic"], default="spanindex",
+                   help="spanindex: the answer format above (default); anthropic: a Claude Messages API response "
+                        "whose text blocks cite search results (search_result_location citations)")
     p.add_argument("--policy", choices=["mark", "drop", "refuse"], default="mark",
                    help="mark failed claims (default), drop them, or refuse the whole answer (exit 1)")
     p.add_argument("-o", "--output", help="write the records here instead of standard output")
@@ -38,10 +42,20 @@ def run_verify(args) -> int:
     from schemas.citations import Policy
     from schemas.record_json import record_line, w3c_annotation
 
-    answer = load_answer(args.answer, answer_limits(args))
-    records, summary = verify_answer(
-        open_index(args), answer, policy=Policy(args.policy), min_quote_chars=args.min_quote_chars
-    )
+    limits = answer_limits(args)
+    if args.answer_format == "anthropic":
+        from index.anthropic_format import load_message, verify_message
+
+        message = load_message(args.answer, limits)
+        records, summary = verify_message(
+            open_index(args), message, policy=Policy(args.policy), min_quote_chars=args.min_quote_chars,
+            where=args.answer, limits=limits,
+        )
+    else:
+        answer = load_answer(args.answer, limits)
+        records, summary = verify_answer(
+            open_index(args), answer, policy=Policy(args.policy), min_quote_chars=args.min_quote_chars
+        )
     if args.format == "w3c":
         lines = [
             json.dumps(w3c_annotation(r, i, c), ensure_ascii=False)

@@ -15,6 +15,7 @@ EXIT_FAILURES = 1  # the command ran, but found failures it was told to treat as
 EXIT_USAGE = 2
 EXIT_ERROR = 3
 EXIT_LOCKED = 4
+EXIT_CANNOT_WRITE = 5  # the index folder cannot be written (disk full, read-only): the live generation is unchanged
 
 # name -> (configure the subparser, one-line help, an example invocation)
 COMMANDS: dict[str, tuple[Callable[[argparse.ArgumentParser], None], str, str]] = {}

@@ -1,15 +1,11 @@
 """A document's source as the viewer shows it: spans marked, untrusted markup defused.
 
-HTML is rebuilt token by token from the decoded source (``ingest.html_tokens``,
-the tokenizer whose offsets the source map counts), so a highlight lands on
-exactly the source ranges a span of text came from: each text token inside
-them gets its own ``<mark>``, and a span crossing elements gives several. On the
-way, whatever could run or reach out is left out: ``<script>`` and other
-active elements, ``on*`` attributes, ``javascript:``/``vbscript:``/``data:``
-URLs, ``<base>``, ``<meta>``, ``<link>``, comments, and the URLs the page would fetch by
-itself (``src``, ``poster``...; inline ``data:image`` kept). Tags are re-serialised
-from their parsed attributes, never copied, so malformed markup cannot smuggle
-anything through. The result is still shown only in a sandboxed iframe under a
+The page is defused by ``ingest.html_defuse`` (the one defuser, shared with the
+layout stage of the build): rebuilt token by token from the decoded source, with
+nothing left that runs or loads, CSS included. Text tokens are copied verbatim,
+so a highlight lands on exactly the source ranges a span of text came from: each
+text token inside them gets its own ``<mark>``, and a span crossing elements
+gives several. The result is still shown only in a sandboxed iframe under a
 restrictive CSP: this is the second wall, not the only one.
 """
 
@@ -21,29 +17,12 @@ import re
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
-from ingest.html_tokens import END, RAW, START, TEXT, Tokenizer, parse_attrs
+from ingest.html_defuse import Defuser
 from schemas.limits import VIEW_ATTRIBUTE_CHARS, VIEW_CHUNK_CHARS, VIEW_SOURCE_CHARS, VIEW_TEXT_CHARS
 
 HIT_ID = "spanindex-hit"  # the first mark of the span: what the viewer scrolls to
 
-# Elements dropped with their tags; those the tokenizer reads as raw text lose their content too.
-_DROPPED = frozenset({
-    "script", "iframe", "frame", "frameset", "object", "embed", "applet", "base", "meta",
-    "link", "noscript", "portal", "fencedframe", "animate", "animatemotion",
-    "animatetransform", "set", "handler", "listener",
-})
-_URL_ATTRS = frozenset({"href", "action", "formaction", "xlink:href", "cite", "longdesc", "ping", "manifest", "icon", "usemap"})
-# URLs the page would fetch by itself: the stored copy cannot load them (no network, and a
-# relative one would point at the viewer), so only inline images are kept.
-_SUBRESOURCE_ATTRS = frozenset({"src", "poster", "background", "data", "codebase", "lowsrc", "dynsrc"})
-_DROPPED_ATTRS = frozenset({"srcset", "srcdoc", "http-equiv", "autofocus", "imagesrcset"})
-_SAFE_ATTR_NAME = re.compile(r"[a-z_][a-z0-9_.:-]*\Z")
-_SAFE_DATA_URL = re.compile(r"data:image/(?:png|jpeg|gif|webp);", re.IGNORECASE)
-_ACTIVE_SCHEME = re.compile(r"(?:javascript|vbscript|data|livescript):", re.IGNORECASE)
-_URL_NOISE = re.compile(r"[\x00-\x20\x7f]+")  # browsers strip these from URLs before parsing
 _ENTITY = re.compile(r"&(?:#[xX]?[0-9a-fA-F]*|[a-zA-Z][a-zA-Z0-9]*);?")
-_DOCTYPE = re.compile(r"\s*<!doctype", re.IGNORECASE)
-_FOREIGN = frozenset({"svg", "math"})
 
 MARK_STYLE = (
     "<style>mark.spanindex-hit{background:#ffe066;color:inherit;outline:2px solid #e8a400;"
@@ -107,82 +86,32 @@ def iter_marked_html(
     windows: Sequence[tuple[int, int]] | None = None,
 ) -> Iterator[str]:
     """``marked_html`` in pieces, as they are made: what a server streams."""
-    if _DOCTYPE.match(decoded_source):
-        yield "<!DOCTYPE html>"
-    yield MARK_STYLE if cite_keys is None else SHARED_MARK_STYLE
-    range_ends = [b for _, b in ranges]
-    first_mark = [True]
-    max_attribute = None if windows is None else VIEW_ATTRIBUTE_CHARS
-    for n, (lo, hi) in enumerate(windows if windows is not None else [(0, len(decoded_source))]):
-        if n:
-            yield WINDOW_GAP
-        yield from _marked_tokens(decoded_source, lo, hi, ranges, range_ends, first_mark, cite_keys, max_attribute)
+    windowed = windows is not None
+    return _Marking(decoded_source, ranges, cite_keys).pieces(
+        MARK_STYLE if cite_keys is None else SHARED_MARK_STYLE,
+        windows=windows,
+        gap=WINDOW_GAP,
+        max_attribute=VIEW_ATTRIBUTE_CHARS if windowed else None,
+        max_tag=VIEW_SOURCE_CHARS if windowed else None,  # a window holds no tag longer than itself
+    )
 
 
-def _marked_tokens(source, lo, hi, ranges, range_ends, first_mark, cite_keys, max_attribute) -> Iterator[str]:
-    """The defused, marked tokens of ``source[lo:hi)``; ``lo`` is in character data."""
-    tokens = Tokenizer(source, lo)
-    skipping: str | None = None  # inside a dropped element whose content is raw text
-    for token in tokens:
-        kind, start = token[0], token[1]
-        if start >= hi:
-            return
-        if kind == START:
-            _, start, end, name, self_closing, attrs_at = token
-            if name in _FOREIGN:
-                tokens.foreign = True
-            if name in _DROPPED:
-                skipping = name
-                continue
-            skipping = None
-            tag = _start_tag(name, parse_attrs(source, attrs_at, end - 1), self_closing, max_attribute)
-            # A window holds no tag longer than itself (thousands of attributes): the name alone.
-            yield tag if max_attribute is None or len(tag) <= VIEW_SOURCE_CHARS else f"<{name}>"
-        elif kind == END:
-            name = token[3]
-            if name in _FOREIGN:
-                tokens.foreign = False
-            if name not in _DROPPED:
-                yield f"</{name}>"
-        elif kind == RAW:
-            _, start, end, name = token
-            if skipping == name or name in _DROPPED:
-                continue
-            clipped = end > hi
-            end = min(end, hi)
-            if name in ("#cdata", "plaintext"):
-                yield html.escape(source[start:end], quote=False)
-            else:  # style, title, textarea, xmp...: the same raw-text context it came from
-                yield source[start:end] + (f"</{name}>" if clipped else "")  # a cut one is closed here
-        elif kind == TEXT:
-            _, start, end = token
-            yield _marked_text_token(source, start, min(end, hi), ranges, range_ends, first_mark, cite_keys)
+class _Marking(Defuser):
+    def __init__(self, source: str, ranges: Sequence[tuple[int, int]], cite_keys: Sequence[str] | None) -> None:
+        super().__init__(source)
+        self.ranges = ranges
+        self.range_ends = [b for _, b in ranges]
+        self.cite_keys = cite_keys
+        self.first_mark = [True]
+
+    def text(self, start: int, end: int) -> str:
+        return _marked_text_token(self.source, start, end, self.ranges, self.range_ends, self.first_mark,
+                                  self.cite_keys)
 
 
 def defused_html(decoded_source: str) -> Iterator[str]:
     """The decoded HTML source with nothing marked, in pieces: what a live-page stand-in streams."""
     return iter_marked_html(decoded_source, [])
-
-
-def _start_tag(name: str, attrs: dict[str, str], self_closing: bool, max_attribute: int | None = None) -> str:
-    parts = [name]
-    for attr, raw_value in attrs.items():
-        if attr.startswith("on") or attr in _DROPPED_ATTRS or not _SAFE_ATTR_NAME.match(attr):
-            continue
-        if max_attribute is not None and len(raw_value) > max_attribute:
-            continue
-        value = html.unescape(raw_value)  # what the browser would see, entities decoded
-        if attr in _URL_ATTRS and not _safe_url(value):
-            continue
-        if attr in _SUBRESOURCE_ATTRS and not _SAFE_DATA_URL.match(_URL_NOISE.sub("", value)):
-            continue
-        parts.append(f'{attr}="{html.escape(value, quote=True)}"')
-    return "<" + " ".join(parts) + ("/>" if self_closing else ">")
-
-
-def _safe_url(value: str) -> bool:
-    squeezed = _URL_NOISE.sub("", value)
-    return not _ACTIVE_SCHEME.match(squeezed) or bool(_SAFE_DATA_URL.match(squeezed))
 
 
 def labelled_ranges(spans: Sequence[tuple[int, int, str]]) -> tuple[list[tuple[int, int]], list[str]]:

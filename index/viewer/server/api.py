@@ -19,6 +19,7 @@ from starlette.requests import ClientDisconnect
 
 from index.chunk_tokens import ChunkToken, chunk_tokens
 from index.inspect import ChunkPlace, inspect_chunk
+from index.search import search_mode
 from index.verify import verify_answer
 from index.viewer.server.state import ServerState, refuse_answer
 from schemas.answer_json import ANSWER_DESCRIPTION, NOT_FROM_THE_MODEL, REQUIRED, answer_json_schema, parse_answer
@@ -27,7 +28,7 @@ from schemas.errors import AnswerFormatError
 from schemas.json_input import loads
 from schemas.json_schema import record_schemas
 from schemas.record_json import record_json_schema, to_json
-from schemas.records import SearchHit
+from schemas.records import SearchHit, SearchMode
 
 router = APIRouter(prefix="/api", tags=["api"])
 
@@ -39,6 +40,7 @@ _COMPONENTS = "#/components/schemas/"
 class SearchResponse(BaseModel):
     query: str
     k: int
+    mode: SearchMode
     generation: str
     hits: list[SearchHit]
 
@@ -74,16 +76,21 @@ def _server(request: Request) -> ServerState:
     return request.app.state.server
 
 
-@router.get("/search", response_model=SearchResponse, summary="Nearest chunks to a query, with their exact spans")
+@router.get("/search", response_model=SearchResponse, summary="The chunks that best match a query, with their exact spans")
 def api_search(
     request: Request,
     q: Annotated[str, Query(min_length=1, max_length=2000, description="the query")],
     k: Annotated[int, Query(ge=1, le=MAX_K, description="number of hits")] = 5,
+    mode: Annotated[
+        SearchMode | None,
+        Query(description="dense (embeddings), lexical (BM25) or hybrid (reciprocal rank fusion); default lexical"),
+    ] = None,
 ) -> SearchResponse:
     server = _server(request)
     with server.reading():
-        hits = server.index.search(q, k)
-    return SearchResponse(query=q, k=k, generation=server.index.generation.name, hits=hits)
+        used = search_mode(server.index, mode)
+        hits = server.index.search(q, k, mode=used)
+    return SearchResponse(query=q, k=k, mode=used, generation=server.index.generation.name, hits=hits)
 
 
 @router.post(

@@ -23,6 +23,7 @@ from starlette.middleware.trustedhost import TrustedHostMiddleware
 
 from index.chunk_tokens import chunk_tokens
 from index.inspect import inspect_chunk
+from index.search import search_mode
 from index.verify import verify_answer
 from index.viewer.claims import answer_views
 from index.viewer.marked_source import defused_html
@@ -37,7 +38,7 @@ from schemas.citations import Policy
 from schemas.errors import AnswerFormatError, SpanindexError
 from schemas.json_input import loads, replace_surrogates
 from schemas.limits import VIEW_SIBLINGS
-from schemas.records import MediaType
+from schemas.records import MediaType, SearchMode
 
 LOOPBACK_HOSTS = ["127.0.0.1", "localhost", "[::1]", "::1"]
 MAX_PAGE_HITS = 50
@@ -105,13 +106,16 @@ def create_app(
     def search_page(
         q: Annotated[str, Query(max_length=2000)] = "",
         k: Annotated[int, Query(ge=1, le=MAX_PAGE_HITS)] = 5,
+        mode: Annotated[SearchMode | None, Query()] = None,
     ):
         hits = []
-        if q.strip():
-            with server.reading():
-                for hit in server.index.search(q, k):
+        with server.reading():
+            used = search_mode(server.index, mode)
+            if q.strip():
+                for hit in server.index.search(q, k, mode=used):
                     hits.append({"hit": hit, "view": server.views.chunk(inspect_chunk(server.index, hit.chunk_id))})
-        return page("search.html", title="Search", active="search", query=q, k=k, max_k=MAX_PAGE_HITS, hits=hits)
+        return page("search.html", title="Search", active="search", query=q, k=k, max_k=MAX_PAGE_HITS, hits=hits,
+                    mode=used.value, modes=[m.value for m in SearchMode])
 
     @app.get("/verify", response_class=HTMLResponse, include_in_schema=False)
     def verify_form():
@@ -169,13 +173,22 @@ def create_app(
         started = time.perf_counter()
         with server.reading():
             doc = server.document(doc_id)
-            if doc is None or doc.media_type is not MediaType.PDF or not 1 <= page <= doc.n_pages:
+            if doc is not None and doc.media_type is MediaType.HTML:  # a page of the browser layout
+                boxes = server.index.html_box_map(doc_id)
+                if boxes is None or not server.views.html_pages or not 1 <= page <= int(boxes.run_pages.max()):
+                    raise HTTPException(404, "no such page")
+                image, cached = server.images.get_html(server.index.paths.decoded_source(doc.source_sha256), page,
+                                                       doc_id=doc_id)
+                renderer = "chromium"
+            elif doc is None or doc.media_type is not MediaType.PDF or not 1 <= page <= doc.n_pages:
                 raise HTTPException(404, "no such page")
-            image, cached = server.images.get(server.index.source_path(doc_id), page, server.zoom, doc_id=doc_id)
+            else:
+                image, cached = server.images.get(server.index.source_path(doc_id), page, server.zoom, doc_id=doc_id)
+                renderer = "pymupdf"
         took = (time.perf_counter() - started) * 1000
         return Response(image.png, media_type="image/png", headers={
             "Cache-Control": "private, max-age=3600",
-            "Server-Timing": f'render;dur={took:.1f};desc="{"cached" if cached else "pymupdf"}"',
+            "Server-Timing": f'render;dur={took:.1f};desc="{"cached" if cached else renderer}"',
         })
 
     @app.get("/documents/{doc_id:path}/file", include_in_schema=False)

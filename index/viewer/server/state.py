@@ -2,9 +2,10 @@
 
 Readers, the view builder and PyMuPDF are not made for concurrent use, so the
 routes (run in a thread pool) read the index only inside ``reading()``, which
-holds a lock for the request (milliseconds) and first moves to the live
-generation if a reindex replaced it: the server never serves a generation
-that retention is about to delete.
+holds a lock for the request (milliseconds) and makes it one request of the
+index: it moves to the live generation if a reindex replaced it and reads that
+one throughout, so the server never serves a generation that retention is
+about to delete.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from urllib.parse import quote as percent_encode
 
-from index.reader import Index, follow_current
+from index.reader import Index
 from index.viewer.claims import Links
 from index.viewer.page_images import DEFAULT_ZOOM, PageImageCache
 from index.viewer.source_views import PageView, ViewBuilder
@@ -44,10 +45,7 @@ class ServerState:
     @contextlib.contextmanager
     def reading(self) -> Iterator[ServerState]:
         """Hold the lock, on the live generation, for one request."""
-        with self.lock:
-            live = follow_current(self.index)
-            if live is not self.index:
-                self.index, self.views = live, ViewBuilder(live)  # page images stay: keyed by content hash
+        with self.lock, self.index.request():  # page images stay across generations: keyed by content hash
             yield self
 
     def document(self, doc_id: str) -> DocumentRecord | None:
