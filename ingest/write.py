@@ -30,6 +30,12 @@ from schemas.tables import SCHEMAS, documents_table, with_metadata
 ROW_GROUP_ROWS = {"chunks": 4096, "pdf_chars": 65536, "pdf_pages": 65536, "html_map": 65536, "hidden_text": 65536,
                   "html_boxes": 65536}
 
+# Columns written dictionary-encoded: strings that repeat from row to row. The others are
+# written plain: for an offset or a box column Parquet builds a dictionary and then drops it
+# (too many distinct values), and that costs the build several times the rows in memory (the
+# shared corpus's pdf_chars, 40,711 rows, 8.7 MB in Arrow: +41 MB at its write, +17 MB with
+# these alone), for a file no larger (that one 5% smaller: zstd compresses plain pages well).
+DICTIONARY_COLUMNS = frozenset({"doc_id", "doc_version", "kind", "label", "reason"})
 
 class GenerationWriter:
     """Streams the tables of one generation into ``gen_dir`` (a folder no reader looks at)."""
@@ -93,6 +99,7 @@ class GenerationWriter:
                 self.gen_dir / TABLE_FILES[table_name],
                 with_metadata(table_name, self.model_id, self.dim),
                 compression="zstd",
+                use_dictionary=[name for name in SCHEMAS[table_name].names if name in DICTIONARY_COLUMNS],
             )
         return self._writers[table_name]
 
