@@ -30,7 +30,8 @@ from ingest.pool import process_in_workers
 from ingest.publish import fsync_dir, publish, write_failure
 from ingest.retention import collect_garbage, retire_generations
 from ingest.reuse import LiveGeneration, carry_over
-from ingest.worker import DocResult, FileJob, WorkerSettings
+from ingest.spill import SPILL_FOLDER, read_spill
+from ingest.worker import EMBED_TEXT, DocResult, FileJob, WorkerSettings
 from ingest.write import GenerationWriter
 from schemas.errors import CorpusError
 from schemas.layout import IndexPaths, read_current
@@ -202,7 +203,9 @@ def _write_generation(corpus, paths, settings, model, embedder, live, writer, re
     corpus_root = None if settings.follow_symlinks else found.root
     # Closed on the way out: a build that stops (a full disk) does not wait for the files in flight.
     carried = {doc_id: sha for doc_id, sha in live_files.items() if doc_id not in retry}
-    with contextlib.closing(_process_all(files, corpus_root, paths, settings, model, carried)) as results:
+    spill_dir = writer.gen_dir / SPILL_FOLDER
+    spill_dir.mkdir()
+    with contextlib.closing(_process_all(files, corpus_root, spill_dir, paths, settings, model, carried)) as results:
         for done, result in enumerate(results, start=1):
             if result.unchanged:
                 record = carry_over(live, result.doc_id, writer, vectors)
@@ -217,6 +220,8 @@ def _write_generation(corpus, paths, settings, model, embedder, live, writer, re
                     report.added += 1
                 for table_name, rows in result.tables.items():
                     writer.add_rows(table_name, rows)
+                for table_name, path in result.spilled.items():
+                    _copy_spilled(table_name, path, writer, vectors)
                 if result.chunks is not None:
                     writer.add_rows("chunks", vectors.assign(result.chunks, result.embed_texts))
                 if result.internal_error:
@@ -236,6 +241,7 @@ def _write_generation(corpus, paths, settings, model, embedder, live, writer, re
             if progress:
                 progress(Progress(done, len(files), result.doc_id, "unchanged" if result.unchanged else record.status.value))
     vectors.flush()
+    shutil.rmtree(writer.gen_dir / SPILL_FOLDER, ignore_errors=True)  # what results never consumed left there
     report.removed = len(set(live_files) - set(files_sha))
     report.chunks_embedded, report.chunks_reused = vectors.embedded, vectors.reused
     report.embed_seconds = vectors.seconds
@@ -261,8 +267,18 @@ def _write_generation(corpus, paths, settings, model, embedder, live, writer, re
     return writer.finish(manifest, faiss_index)
 
 
-def _process_all(files: list[CorpusFile], corpus_root: str | None, paths, settings: BuildSettings, model: ModelInfo,
-                 live_files) -> Iterator[DocResult]:
+def _copy_spilled(table_name: str, path, writer: GenerationWriter, vectors: VectorQueue) -> None:
+    """A table a worker spilled, copied into the generation one row group at a time."""
+    for rows in read_spill(path):
+        if table_name == "chunks":
+            texts = rows.column(EMBED_TEXT).to_pylist()
+            writer.add_rows("chunks", vectors.assign(rows.drop_columns([EMBED_TEXT]), texts))
+        else:
+            writer.add_rows(table_name, rows)
+
+
+def _process_all(files: list[CorpusFile], corpus_root: str | None, spill_dir, paths, settings: BuildSettings,
+                 model: ModelInfo, live_files) -> Iterator[DocResult]:
     """Results in file order; parsing runs ahead in worker processes."""
     worker_settings = WorkerSettings(
         model=model,
@@ -271,6 +287,7 @@ def _process_all(files: list[CorpusFile], corpus_root: str | None, paths, settin
         max_file_bytes=settings.max_file_mb * 1024 * 1024,
         corpus_root=corpus_root,
         passwords=settings.passwords,
+        spill_dir=spill_dir,
     )
     jobs = [FileJob(f.path, f.doc_id, media_type_of(f.doc_id), live_files.get(f.doc_id), f.id_note) for f in files]
     workers = settings.workers or os.cpu_count() or 1

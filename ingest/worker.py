@@ -23,9 +23,11 @@ from ingest.model import ModelInfo, load_tokenizer
 from ingest.parse import parse_document
 from ingest.passwords import Passwords
 from ingest.publish import write_once
+from ingest.spill import spill_path, write_spill
+from ingest.write import ROW_GROUP_ROWS
 from schemas.errors import IndexWriteError
 from schemas.layout import IndexPaths
-from schemas.records import ChunkerSettings, DocStatus, DocumentRecord, MediaType, ParsedDocument
+from schemas.records import ChunkerSettings, DocStatus, DocumentRecord, HtmlRuns, MediaType, ParsedDocument
 from schemas.tables import chunks_table, hidden_text_table, html_map_table, pdf_chars_table, pdf_pages_table
 
 
@@ -37,6 +39,7 @@ class WorkerSettings:
     max_file_bytes: int
     corpus_root: str | None = None  # resolved; a file must lie inside it (None: --follow-symlinks)
     passwords: Passwords = Passwords()  # --passwords: tried on encrypted PDFs whose doc_id they match
+    spill_dir: Path | None = None  # where tables over a row group go (None: always with the result)
 
 
 @dataclass(frozen=True, slots=True)
@@ -55,6 +58,7 @@ class DocResult:
     chunks: pa.Table | None = None  # vector_id holds seq until the build assigns real ids
     embed_texts: list[str] = field(default_factory=list)
     tables: dict[str, pa.Table] = field(default_factory=dict)
+    spilled: dict[str, Path] = field(default_factory=dict)  # table -> Arrow IPC file of its rows (ingest.spill)
     seconds: float = 0.0
     peak_rss_kb: int = 0  # the worker process's peak resident memory so far (0 where unknown)
     internal_error: str = ""  # traceback of an unexpected failure (a bug, not bad input)
@@ -153,44 +157,90 @@ def _process(job: FileJob, settings: WorkerSettings) -> DocResult:
     if parsed is None:
         return DocResult(job.doc_id, record)
     parsed = _encodable(parsed)
-    tables = _map_tables(parsed)
+    if record.status is DocStatus.OK:
+        _store(settings.index_root, job, source, record, parsed)
+    del source  # from here on, memory holds the text and its maps, not the file
+    tables, spilled = _map_tables(parsed, settings)
     if record.status is not DocStatus.OK:
-        return DocResult(job.doc_id, record, tables=tables)
+        return DocResult(job.doc_id, record, tables=tables, spilled=spilled)
+    # Chunking needs the text, its pages and hidden runs; the maps are on their way already.
+    parsed = dataclasses.replace(parsed, char_runs=(), html_runs=(), decoded_source=None, decrypted_source=None)
 
     spans = chunk_spans(parsed.text, _tokenizer, settings.chunker, parsed.hidden_runs)
     chunks = make_chunks(parsed, spans)
-    _store(settings.index_root, job, source, record, parsed)
     n_hidden = sum(run.end - run.start for run in parsed.hidden_runs)
     record = dataclasses.replace(record, n_chunks=len(chunks), n_hidden_chars=n_hidden)
+    # A spilled chunk table carries the texts to embed as a column of its own.
+    if settings.spill_dir is not None and len(chunks) > SPILL_ROWS["chunks"]:
+        step = _piece_rows("chunks")
+        pieces = (chunks_table(chunks[a : a + step]).append_column(
+                  EMBED_TEXT, pa.array([s.embed_text for s in spans[a : a + step]], pa.string()))
+                  for a in range(0, len(chunks), step))
+        spilled["chunks"] = _spill(settings, job.doc_id, "chunks", pieces)
+        return DocResult(job.doc_id, record, tables=tables, spilled=spilled)
     return DocResult(
         job.doc_id,
         record,
         chunks=chunks_table(chunks),
         embed_texts=[s.embed_text for s in spans],
         tables=tables,
+        spilled=spilled,
     )
 
 
-def _map_tables(parsed: ParsedDocument) -> dict[str, pa.Table]:
+EMBED_TEXT = "embed_text"  # a column of spilled chunk tables only: what the model embeds
+# A document's table spills (ingest.spill) when it has more rows than this: more than one row
+# group of the generation's table. Tests lower it to make small documents spill.
+SPILL_ROWS = dict(ROW_GROUP_ROWS)
+
+
+def _piece_rows(table_name: str) -> int:
+    """Rows per record batch of a spilled table: a row group, or fewer where SPILL_ROWS is lower."""
+    return max(1, min(SPILL_ROWS[table_name], ROW_GROUP_ROWS[table_name]))
+
+
+def _map_tables(parsed: ParsedDocument, settings: WorkerSettings) -> tuple[dict[str, pa.Table], dict[str, Path]]:
+    """The offset-map rows of a document: with the result, or spilled to disk when over a row group."""
     doc_id, version = parsed.doc_id, parsed.doc_version
-    tables = {}
+    tables: dict[str, pa.Table] = {}
+    spilled: dict[str, Path] = {}
+
+    def add(name: str, n_rows: int, rows_table) -> None:
+        if settings.spill_dir is not None and n_rows > SPILL_ROWS[name]:
+            step = _piece_rows(name)
+            pieces = (rows_table(a, min(a + step, n_rows)) for a in range(0, n_rows, step))
+            spilled[name] = _spill(settings, doc_id, name, pieces)
+        else:
+            tables[name] = rows_table(0, n_rows)
+
     if parsed.pages:
-        tables["pdf_pages"] = pdf_pages_table(doc_id, version, parsed.pages)
-        tables["pdf_chars"] = pdf_chars_table(doc_id, version, parsed.char_runs)
+        add("pdf_pages", len(parsed.pages), lambda a, b: pdf_pages_table(doc_id, version, parsed.pages[a:b]))
+        add("pdf_chars", len(parsed.char_runs), lambda a, b: pdf_chars_table(doc_id, version, parsed.char_runs[a:b]))
     if parsed.html_runs:
-        tables["html_map"] = html_map_table(doc_id, version, parsed.html_runs)
+        runs = parsed.html_runs if isinstance(parsed.html_runs, HtmlRuns) else HtmlRuns.from_records(parsed.html_runs)
+        add("html_map", len(runs), lambda a, b: html_map_table(doc_id, version, runs.rows(a, b)))
     if parsed.hidden_runs:
-        tables["hidden_text"] = hidden_text_table(doc_id, version, parsed.hidden_runs)
-    return tables
+        add("hidden_text", len(parsed.hidden_runs),
+            lambda a, b: hidden_text_table(doc_id, version, parsed.hidden_runs[a:b]))
+    return tables, spilled
+
+
+def _spill(settings: WorkerSettings, doc_id: str, table_name: str, pieces) -> Path:
+    path = spill_path(settings.spill_dir, doc_id, table_name)
+    try:
+        write_spill(path, pieces)
+    except OSError as exc:
+        raise IndexWriteError(f"{exc.strerror or exc} (writing {path.relative_to(settings.index_root)})") from None
+    return path
 
 
 def _store(root: Path, job: FileJob, source: bytes, record: DocumentRecord, parsed: ParsedDocument) -> None:
     """Texts and sources are content-addressed and shared by generations: write once."""
     paths = IndexPaths(root)
-    files = [(paths.text(record.doc_version), parsed.text.encode("utf-8")),
+    files = [(paths.text(record.doc_version), parsed.text),  # text is written in pieces: no UTF-8 copy of it
              (paths.source(record.source_sha256, job.path.suffix), source)]
     if parsed.decoded_source is not None:
-        files.append((paths.decoded_source(record.source_sha256), parsed.decoded_source.encode("utf-8")))
+        files.append((paths.decoded_source(record.source_sha256), parsed.decoded_source))
     if parsed.decrypted_source is not None:
         files.append((paths.decrypted_source(record.source_sha256), parsed.decrypted_source))
     for path, data in files:
