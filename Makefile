@@ -11,7 +11,7 @@ export HF_HUB_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1
 export TOKENIZERS_PARALLELISM := false
 
-.PHONY: all venv index reindex search test test-fast bench serve sample-corpus clean
+.PHONY: all venv index reindex search test test-fast bench serve sample-corpus reliability clean
 
 all: index
 
@@ -22,7 +22,7 @@ $(VENV)/.installed: pyproject.toml constraints.txt
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 	$(BIN)/python -m pip install --quiet torch==2.13.0
-	$(BIN)/python -m pip install --quiet -c constraints.txt -e '.[test]'
+	$(BIN)/python -m pip install --quiet -c constraints.txt -e '.[test,onnx,ray]'
 	touch $@
 
 index: venv
@@ -47,8 +47,14 @@ serve: venv
 	test -f $(INDEX)/CURRENT || $(BIN)/spanindex build sample_corpus --index $(INDEX)
 	$(BIN)/spanindex serve $(INDEX) --host 127.0.0.1 --port $${PORT:-8000}
 
+# All figures in one run (~15 min on 2 cores). BENCH_ANN_SIZES=100000,1000000 adds the million-vector
+# table (~20 min more; vectors cached under .bench/); BENCH_OVERLAP_BACKENDS=torch,onnx by default.
 bench: venv
 	$(BIN)/python -m benchmarks.run
+
+# RELIABILITY.md from the tests marked @pytest.mark.hostile (a test fails when it is out of date).
+reliability: venv
+	$(BIN)/python scripts/reliability.py
 
 sample-corpus: venv
 	$(BIN)/python scripts/make_sample_corpus.py

@@ -19,9 +19,8 @@ import tempfile
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
-SAMPLE = ROOT / "sample_corpus"
-SHARED = ROOT.parent / "shared" / "corpus"
+from benchmarks.corpus import ROOT, SAMPLE, SHARED
+
 RESULTS: dict[str, object] = {}
 
 
@@ -40,15 +39,49 @@ def main() -> None:
         embedder = _test_embedder() if args.skip_model else SentenceTransformerEmbedder()
         bench_parse(corpus)
         index_dir, full_seconds = bench_build(corpus, work, embedder)
+        if corpus == SHARED and not args.skip_model:
+            from benchmarks.retrieval import bench_retrieval
+
+            RESULTS["retrieval"] = bench_retrieval(index_dir)
         bench_verify(index_dir, work)
         bench_reindex(corpus, index_dir, full_seconds, work, embedder)
         bench_chunk_stability()
         bench_large_text(work)
+        bench_throughput(args.skip_model)
+        bench_ocr()
+        from benchmarks.executors import bench_executors
+
+        bench_executors(corpus, work, args.skip_model, report)
     finally:
         shutil.rmtree(work, ignore_errors=True)
     Path(args.output).parent.mkdir(parents=True, exist_ok=True)
     Path(args.output).write_text(json.dumps(RESULTS, indent=2) + "\n")
     print(f"\nwritten to {args.output}")
+
+
+def bench_throughput(skip_model: bool) -> None:
+    """Issue 13's figures: the chunker against the tokenizer, embedding backends side by side,
+    approximate search (sizes from BENCH_ANN_SIZES, default 100000; 100000,1000000 for the full
+    table), build memory from 1x to 10x the corpus, and build time against embedding alone."""
+    from benchmarks import ann, chunker_speed, embedding, scaling
+
+    print("== the chunker against one tokenizer pass (real documents)")
+    speed = chunker_speed.measure()
+    report("chunker", speed, f"  {speed['documents']} documents, {speed['mb']} MB: chunker {speed['chunker_mb_per_s']} MB/s, "
+           f"tokenizer {speed['tokenizer_mb_per_s']} MB/s: {speed['chunker_vs_tokenizer']}x; "
+           f"exact slices {speed['exact_slices']:.0%}, chunks over the limit {speed['chunks_over_limit']}")
+    if not skip_model:
+        RESULTS.update(embedding.run())
+    sizes = [int(n) for n in os.environ.get("BENCH_ANN_SIZES", "100000").split(",") if n.strip()]
+    RESULTS.update(ann.run(sizes))
+    work = Path(tempfile.mkdtemp(prefix="spanindex-scaling-"))
+    try:
+        scaling.bench_memory(work)
+        if not skip_model:
+            scaling.bench_overlap(work, os.environ.get("BENCH_OVERLAP_BACKENDS", "torch,onnx").split(","))
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    RESULTS.update(scaling.RESULTS)
 
 
 def _test_embedder():
@@ -57,6 +90,32 @@ def _test_embedder():
     from doubles import HashingEmbedder
 
     return HashingEmbedder()
+
+
+def bench_ocr() -> None:
+    """Born-digital pages rendered to image-only PDFs, read back by OCR: accuracy, placement, speed."""
+    from benchmarks.ocr import run
+    from ingest.ocr import find_tesseract
+    from schemas.errors import OcrError
+
+    print("== OCR (pages rendered at 200 dpi, read back by Tesseract)")
+    try:
+        find_tesseract("eng")
+    except OcrError as exc:
+        report("ocr_skipped", exc.message, f"  skipped: {exc.message}")
+        return
+    totals = run(progress=print)["totals"]
+    report("ocr_pages", totals["pages"], f"  {totals['pages']} pages of running English text")
+    report("ocr_word_recall", round(totals["word_recall"], 4),
+           f"  words found: {totals['word_recall']:.1%} (lowest page {totals['min_page_recall']:.1%}); "
+           f"characters {totals['char_accuracy']:.1%}")
+    report("ocr_words_placed", round(totals["placed"], 4),
+           f"  matched words on the original word: {totals['placed']:.1%} (lowest page {totals['min_page_placed']:.1%})")
+    report("ocr_sentences_verified", round(totals["verified"], 4),
+           f"  quoted sentences verified: {totals['verified']:.1%}, on the right lines {totals['landed']:.1%} "
+           f"of {totals['sentences']}")
+    report("ocr_pages_per_s", round(totals["ocr_pages_per_s"], 3),
+           f"  OCR: {totals['ocr_pages_per_s']:.2f} pages/s in one process (rendering included)")
 
 
 def report(key: str, value, text: str) -> None:
@@ -127,6 +186,8 @@ def bench_build(corpus: Path, work: Path, embedder) -> tuple[Path, float]:
         report("embed_chunks_per_s", round(result.chunks_embedded / result.embed_seconds, 1),
                f"  embedding: {result.chunks_embedded / result.embed_seconds:.1f} chunks/s on {getattr(embedder, 'device', 'cpu')}")
     report("build_peak_rss_mb", round(peak_mb), f"  peak RSS: {peak_mb:.0f} MB (embedding process), {result.worker_peak_rss_mb:.0f} MB (largest worker)")
+    report("lexical_build_seconds", round(result.lexical_seconds, 2),
+           f"  lexical index: {result.lexical_seconds:.2f} s for {result.chunks} chunks ({result.lexical_seconds / seconds:.1%} of the build)")
     return index_dir, seconds
 
 

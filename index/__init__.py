@@ -7,6 +7,8 @@
 
 from index.reader import Index, open_index
 
+__version__ = "0.1.0"  # the package's version (pyproject.toml reads it from here)
+
 open = open_index  # noqa: A001 - `index.open(DIR)` is the documented entry point
 
-__all__ = ["Index", "open", "open_index"]
+__all__ = ["Index", "__version__", "open", "open_index"]

@@ -15,9 +15,9 @@ import numpy as np
 
 from index.store import Generation
 from schemas.errors import IndexFormatError
-from schemas.layout import FAISS_FILE, GENERATION_FILES, TABLE_FILES, VECTORS_FILE, IndexPaths, read_current
+from schemas.layout import FAISS_FILE, GENERATION_FILES, LEXICAL_FILE, TABLE_FILES, VECTORS_FILE, IndexPaths, read_current
 from schemas.records import DocStatus, MediaType
-from schemas.tables import DOCUMENT_MAP_TABLES, check_schema
+from schemas.tables import DOCUMENT_MAP_TABLES, META_LEXICAL, check_schema
 
 
 @dataclass(frozen=True, slots=True)
@@ -50,13 +50,15 @@ def fsck(root: str | Path, generation: str | None = None) -> list[Fault]:
     faults += _counts(gen)
     faults += _documents_and_chunks(gen)
     faults += _offset_maps(gen)
+    faults += _lexical(gen)
     return faults
 
 
 def _checksums(gen: Generation) -> list[Fault]:
     faults = []
     expected = gen.manifest.table_sha256
-    for file_name in GENERATION_FILES:
+    lexical = (LEXICAL_FILE,) if gen.manifest.lexical_tokenizer_version else ()
+    for file_name in (*GENERATION_FILES, *lexical):
         path = gen.dir / file_name
         if not path.is_file():
             faults.append(Fault(f"{gen.name}/{file_name}", "missing"))
@@ -71,7 +73,8 @@ def _schemas(gen: Generation) -> list[Fault]:
     import pyarrow.parquet as pq
 
     faults = []
-    for table, file_name in TABLE_FILES.items():
+    tables = dict(TABLE_FILES, **({"lexical": LEXICAL_FILE} if gen.has_lexical else {}))
+    for table, file_name in tables.items():
         try:
             check_schema(table, pq.read_schema(gen.dir / file_name), f"{gen.name}/{file_name}")
         except IndexFormatError as exc:
@@ -162,10 +165,14 @@ def _offset_maps(gen: Generation) -> list[Fault]:
             starts, ends = rows.column("start").to_numpy(), rows.column("end").to_numpy()
             if (starts < 0).any() or (ends > n_chars).any() or (starts > ends).any():
                 faults.append(Fault(f"{table}.parquet", f"{doc_id}: a run lies outside its text of {n_chars} characters"))
-            if table == "pdf_chars":
+            if table in ("pdf_chars", "html_boxes"):
                 lengths = rows.column("boxes").combine_chunks().value_lengths().to_numpy()
                 if not np.array_equal(lengths, 4 * (ends - starts)):
-                    faults.append(Fault("pdf_chars.parquet", f"{doc_id}: boxes do not hold 4 floats per character"))
+                    faults.append(Fault(f"{table}.parquet", f"{doc_id}: boxes do not hold 4 floats per character"))
+            if table == "html_boxes" and (doc["media_type"] != MediaType.HTML.value
+                                          or (rows.column("page").to_numpy() < 1).any()
+                                          or (starts[1:] < ends[:-1]).any()):
+                faults.append(Fault("html_boxes.parquet", f"{doc_id}: runs out of order, off any page, or not HTML"))
             if table == "html_map" and doc["media_type"] == MediaType.HTML.value:
                 source = gen.paths.decoded_source(doc["source_sha256"])
                 if not source.is_file():
@@ -184,3 +191,30 @@ def _text(gen: Generation, doc_version: str) -> str | None:
         return gen.paths.text(doc_version).read_bytes().decode("utf-8")
     except (FileNotFoundError, IndexFormatError):
         return None
+
+
+def _lexical(gen: Generation) -> list[Fault]:
+    """The lexical table is the BM25 table of exactly these chunks, built by this tokenizer."""
+    from ingest.lexical import TOKENIZER_VERSION, lexical_table, lexical_texts
+
+    if not gen.has_lexical:
+        return []
+    where = LEXICAL_FILE
+    if gen.manifest.lexical_tokenizer_version != TOKENIZER_VERSION:
+        return [Fault(where, f"tokenizer version {gen.manifest.lexical_tokenizer_version}, this spanindex has {TOKENIZER_VERSION}")]
+    stored = gen.lexical_table()
+    chunks = gen.table("chunks", ["doc_id", "start", "text", "n_hidden"])
+    rebuilt = lexical_table(lexical_texts(chunks.to_batches(), gen.table("hidden_text")))
+    faults = []
+    if stored.schema.metadata.get(META_LEXICAL) != rebuilt.schema.metadata.get(META_LEXICAL):
+        faults.append(Fault(where, "settings (tokenizer, BM25 parameters, chunk count) differ from a rebuild"))
+    if stored.column("token").to_pylist() != rebuilt.column("token").to_pylist():
+        return faults + [Fault(where, "tokens differ from the tokens of the chunks' texts")]
+    if stored.column("vector_ids").to_pylist() != rebuilt.column("vector_ids").to_pylist():
+        faults.append(Fault(where, "postings (which chunks hold which token) differ from the chunks' texts"))
+    else:
+        stored_weights = stored.column("weights").combine_chunks().values.to_numpy()
+        rebuilt_weights = rebuilt.column("weights").combine_chunks().values.to_numpy()
+        if not np.allclose(stored_weights, rebuilt_weights, rtol=1e-5):
+            faults.append(Fault(where, "BM25 weights differ from a rebuild"))
+    return faults

@@ -48,6 +48,10 @@ def _inspect(index: Index, chunk_id: str, glyph_boxes: bool) -> ChunkPlace:
             rects = char_map.rects(index.doc_text(chunk.doc_version), chunk.start, chunk.end)
     elif doc.media_type is MediaType.HTML:
         src = index.html_source_map(chunk.doc_id).source_range(chunk.start, chunk.end)
+        box_map = index.html_box_map(chunk.doc_id)
+        if box_map is not None:
+            rects = (_glyph_rects(box_map, chunk) if glyph_boxes
+                     else box_map.rects(index.doc_text(chunk.doc_version), chunk.start, chunk.end))
     return ChunkPlace(
         chunk_id=chunk.chunk_id,
         doc_id=chunk.doc_id,

@@ -24,6 +24,11 @@ class PdfCharMap:
     run_lines: np.ndarray  # runs on one visual line (split only by synthetic spaces) share a number
     box_offsets: np.ndarray  # run i's boxes are boxes[box_offsets[i]:box_offsets[i+1]]
     boxes: np.ndarray  # (n_real_chars, 4)
+    # Per real character, like boxes: its OCR word confidence, NOT_OCR for text-layer characters;
+    # None when no page of the document was read by OCR.
+    confidence: np.ndarray | None = None
+
+    NOT_OCR = 255
 
     @classmethod
     def from_table(cls, table: pa.Table, doc_text: str) -> "PdfCharMap":
@@ -33,7 +38,8 @@ class PdfCharMap:
         starts, ends = table.column("start").to_numpy(), table.column("end").to_numpy()
         pages = table.column("page").to_numpy()
         box_offsets = boxes_column.offsets.to_numpy() // 4
-        return cls(starts, ends, pages, _line_numbers(doc_text, starts, ends, pages, boxes, box_offsets), box_offsets, boxes)
+        lines = _line_numbers(doc_text, starts, ends, pages, boxes, box_offsets)
+        return cls(starts, ends, pages, lines, box_offsets, boxes, _confidences(table, box_offsets, len(boxes)))
 
     def rects(self, doc_text: str, start: int, end: int) -> list[Rect]:
         """One rectangle per line of ``[start, end)``, merged from its glyph boxes.
@@ -65,11 +71,41 @@ class PdfCharMap:
         pages = self.run_pages[runs][line_first_run]
         return [Rect(int(p), float(l), float(t), float(r), float(bt)) for p, l, t, r, bt in zip(pages, x0, y0, x1, y1)]
 
+    def ocr_confidence(self, start: int, end: int) -> int | None:
+        """The lowest OCR word confidence (0-100) among the characters of ``[start, end)``; None
+        when none of them was read by OCR."""
+        if self.confidence is None:
+            return None
+        first = int(np.searchsorted(self.run_ends, start, side="right"))
+        last = int(np.searchsorted(self.run_starts, end, side="left"))
+        lowest = self.NOT_OCR
+        for run in range(first, last):
+            a, b = max(start, int(self.run_starts[run])), min(end, int(self.run_ends[run]))
+            if a < b:
+                offset = int(self.box_offsets[run]) - int(self.run_starts[run])
+                lowest = min(lowest, int(self.confidence[offset + a : offset + b].min()))
+        return None if lowest == self.NOT_OCR else lowest
+
     def page_of(self, offset: int) -> int | None:
         i = int(np.searchsorted(self.run_ends, offset, side="right"))
         if i < len(self.run_pages):
             return int(self.run_pages[i])
         return int(self.run_pages[-1]) if len(self.run_pages) else None
+
+
+def _confidences(table: pa.Table, box_offsets: np.ndarray, n_chars: int) -> np.ndarray | None:
+    """Each real character's OCR word confidence (NOT_OCR where a text layer gave it)."""
+    if "ocr_confidence" not in table.column_names:
+        return None
+    column = table.column("ocr_confidence").combine_chunks()
+    if column.null_count == len(column):
+        return None
+    confidence = np.full(n_chars, PdfCharMap.NOT_OCR, dtype=np.uint8)
+    values = column.values.to_numpy(zero_copy_only=False)
+    offsets = column.offsets.to_numpy()
+    for run in np.flatnonzero(column.is_valid().to_numpy(zero_copy_only=False)).tolist():
+        confidence[box_offsets[run] : box_offsets[run + 1]] = values[offsets[run] : offsets[run + 1]]
+    return confidence
 
 
 def _line_numbers(doc_text, starts, ends, pages, boxes, box_offsets) -> np.ndarray:
@@ -127,6 +163,22 @@ class HtmlSourceMap:
         else:
             src_end = int(self.src_ends[last])
         return src_start, max(src_start, src_end)
+
+    def data_position(self, src_pos: int) -> int | None:
+        """The first position at or after ``src_pos`` where the decoded source is character data
+        (inside the source of a text run), where an HTML tokenizer may start; None when no text
+        follows. The viewer starts a window of a large page there.
+
+        Runs are in source order; synthetic runs (separators) have empty ranges and are no text.
+        """
+        i = int(np.searchsorted(self.src_ends, src_pos, side="right"))  # the first run ending after src_pos
+        while i < len(self.starts):
+            if self.is_text[i]:
+                return max(src_pos, int(self.src_starts[i]))
+            if int(self.src_starts[i]) >= src_pos and self.src_ends[i] > self.src_starts[i]:
+                return int(self.src_starts[i])  # an entity or collapsed whitespace: it begins in text
+            i += 1
+        return None
 
     def source_ranges(self, start: int, end: int) -> list[tuple[int, int]]:
         """The decoded-source ranges that text ``[start, end)`` came from, merged where they touch.

@@ -38,6 +38,7 @@ from schemas.records import (
     PdfCharRun,
     PdfPage,
     SearchHit,
+    SearchMode,
 )
 from schemas.tables import (
     CHUNKS,
@@ -112,6 +113,7 @@ class Index:
         self._doc_rows: dict[str, int] | None = None
         self._chunk_cache: dict[int, Chunk] = {}
         self._maps: collections.OrderedDict[tuple[str, str], object] = collections.OrderedDict()
+        self._lexical = None
         if self._injected is not None:
             from index.search import check_embedder
 
@@ -249,6 +251,17 @@ class Index:
             self.pdf_char_table(doc_id), self.doc_text(self._require(doc_id).doc_version)))
 
     @_one_request
+    def html_box_map(self, doc_id: str) -> PdfCharMap | None:
+        """Character boxes of an HTML page's browser layout (``build --html-layout``); None without."""
+        def build() -> PdfCharMap | None:
+            rows = self.generation.rows_of("html_boxes", doc_id)
+            if rows.num_rows == 0:
+                return None
+            return PdfCharMap.from_table(rows, self.doc_text(self._require(doc_id).doc_version))
+
+        return self._kept("html_box_map", doc_id, build)
+
+    @_one_request
     def html_source_map(self, doc_id: str) -> HtmlSourceMap:
         """Decoded-source positions of an HTML document's text by character offset."""
         return self._kept("html_source_map", doc_id, lambda: HtmlSourceMap.from_table(
@@ -272,13 +285,13 @@ class Index:
 
     def _kept(self, kind: str, doc_id: str, build: Callable[[], object]):
         key = (kind, doc_id)
-        value = self._maps.get(key)
-        if value is None:
+        if key not in self._maps:  # (a map may be None: kept as well)
             value = build()
             if len(self._maps) >= MAPS_KEPT:
                 self._maps.popitem(last=False)
             self._maps[key] = value
         else:
+            value = self._maps[key]
             self._maps.move_to_end(key)
         return value
 
@@ -320,10 +333,27 @@ class Index:
     # -- search --------------------------------------------------------------
 
     @_one_request
-    def search(self, query: str, k: int = 5) -> list[SearchHit]:
+    def search(self, query: str, k: int = 5, mode: SearchMode | str | None = None) -> list[SearchHit]:
+        """The ``k`` best chunks for ``query``, best first.
+
+        ``mode``: ``dense`` (embeddings), ``lexical`` (BM25) or ``hybrid`` (both, fused by
+        reciprocal rank); None: ``index.search.DEFAULT_MODE`` (dense for a generation built
+        before the lexical index). A lexical search never loads the embedding model.
+        """
         from index.search import search
 
-        return search(self, query, k)
+        return search(self, query, k, mode)
+
+    def lexical(self):
+        """The BM25 index of this generation (read once, on first lexical search)."""
+        if self._lexical is None:
+            from index.lexical import LexicalIndex
+
+            lexical = LexicalIndex(self.generation.lexical_table(), str(self.generation.dir))
+            if lexical.n_chunks != self.n_chunks:
+                raise IndexFormatError(f"{self.generation.dir}: lexical index of {lexical.n_chunks} chunks, the generation has {self.n_chunks}")
+            self._lexical = lexical
+        return self._lexical
 
     @_one_request
     def embedder(self) -> Embedder:

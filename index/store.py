@@ -15,14 +15,14 @@ import numpy as np
 import pyarrow as pa
 
 from schemas.errors import IndexFormatError
-from schemas.layout import FAISS_FILE, GENERATION_FILES, TABLE_FILES, VECTORS_FILE, IndexPaths, read_current
-from schemas.manifest import read_manifest
+from schemas.layout import FAISS_FILE, GENERATION_FILES, LEXICAL_FILE, TABLE_FILES, VECTORS_FILE, IndexPaths, read_current
+from schemas.manifest import ann_params, read_manifest
 from schemas.records import Manifest
 from schemas.tables import doc_slices, read_table, vector_count
 
 
 class Generation:
-    """One immutable generation: manifest, tables, vectors, FAISS."""
+    """One immutable generation: manifest, tables, vectors, FAISS, the lexical table."""
 
     def __init__(self, paths: IndexPaths, name: str) -> None:
         self.paths = paths
@@ -32,7 +32,9 @@ class Generation:
         # Map every file now: a mapping stays readable after a later build retires this
         # generation and unlinks its files, so a reader never fails half-way.
         self._files = {}
-        for file_name in GENERATION_FILES:
+        # The lexical table exists in generations built since it was added; the manifest says so.
+        lexical = (LEXICAL_FILE,) if self.manifest.lexical_tokenizer_version else ()
+        for file_name in (*GENERATION_FILES, *lexical):
             try:
                 self._files[file_name] = pa.memory_map(str(self.dir / file_name))
             except FileNotFoundError:
@@ -53,6 +55,19 @@ class Generation:
                 self._tables[name] = table
         return table
 
+    @property
+    def has_lexical(self) -> bool:
+        return LEXICAL_FILE in self._files
+
+    def lexical_table(self) -> pa.Table:
+        """The BM25 postings (``schemas.tables.LEXICAL``); refused when the generation predates them."""
+        if not self.has_lexical:
+            raise IndexFormatError(
+                f"{self.dir}: this generation has no lexical index (it was built before spanindex had one); "
+                "run `spanindex build` again to add it"
+            )
+        return read_table(self._files[LEXICAL_FILE], "lexical", str(self.dir / LEXICAL_FILE))
+
     def doc_slices(self, name: str) -> dict[str, tuple[int, int]]:
         """doc_id -> (first row, row count) of a table whose rows are grouped by document."""
         if name not in self._slices:
@@ -72,11 +87,16 @@ class Generation:
         return np.frombuffer(_whole(mapped), dtype=np.float32).reshape(-1, dim)
 
     def faiss(self):
+        """The FAISS index, with the search parameters the manifest records (nprobe, efSearch)."""
         if self._faiss is None:
             import faiss
 
+            from ingest.faiss_index import apply_search_params
+
             serialized = np.frombuffer(_whole(self._files[FAISS_FILE]), dtype=np.uint8)
-            self._faiss = faiss.deserialize_index(serialized)
+            index = faiss.deserialize_index(serialized)
+            apply_search_params(index, ann_params(self.manifest))
+            self._faiss = index
         return self._faiss
 
 

@@ -75,14 +75,33 @@ class Verifier:
         if found.status.verified:
             return checked.placed(self.place(chunk, found.char_start, found.char_end, found.occurrences))
         found_elsewhere = None
+        ocr: dict = {}
         if found.status is CitationStatus.QUOTE_NOT_FOUND:
             found_elsewhere = find_in_document(self.index.doc_text(chunk.doc_version), support.quote)
+            ocr = self._ocr_diagnostic(chunk)
         return dataclasses.replace(
             checked,
             chunk_id=chunk.chunk_id,
             doc_id=chunk.doc_id,
             doc_version=chunk.doc_version,
             found_elsewhere=found_elsewhere,
+            **ocr,
+        )
+
+    def _ocr_diagnostic(self, chunk: Chunk) -> dict:
+        """A quote not found in text that OCR read: say so (the page may say what OCR misread)."""
+        if self._media_type(chunk.doc_id) is not MediaType.PDF:
+            return {}
+        confidence = self.index.pdf_char_map(chunk.doc_id).ocr_confidence(chunk.start, chunk.end)
+        if confidence is None:
+            return {}
+        return dict(
+            ocr=True,
+            ocr_confidence=confidence,
+            error=(
+                f"quote not found in text read by OCR (lowest word confidence in the chunk: {confidence}): "
+                "OCR may have misread the page; compare the quote with the page image"
+            ),
         )
 
     @on_one_generation
@@ -123,14 +142,23 @@ class Verifier:
             rects = tuple(char_map.rects(doc_text, doc_start, doc_end))
             page = rects[0].page if rects else char_map.page_of(doc_start)
             label = self.index.page_labels(chunk.doc_id).get(page, "") if page else ""
-            return dataclasses.replace(span, page=page, page_label=label, rects=rects, locator=pdf_locator(page))
+            confidence = char_map.ocr_confidence(doc_start, doc_end)
+            return dataclasses.replace(
+                span, page=page, page_label=label, rects=rects, locator=pdf_locator(page),
+                ocr=confidence is not None, ocr_confidence=confidence,
+            )
         if media_type is MediaType.HTML:
             src_start, src_end = self.index.html_source_map(chunk.doc_id).source_range(doc_start, doc_end)
             locator = text_fragment(doc_text, doc_start, doc_end)
             page_url = self._document(chunk.doc_id).source_url  # the live page, when it names itself
-            return dataclasses.replace(
+            span = dataclasses.replace(
                 span, src_start=src_start, src_end=src_end, locator=locator, url=page_url + locator if page_url else ""
             )
+            box_map = self.index.html_box_map(chunk.doc_id)  # laid out by a browser: pages and lines as a PDF
+            if box_map is not None:
+                rects = tuple(box_map.rects(doc_text, doc_start, doc_end))
+                span = dataclasses.replace(span, page=rects[0].page if rects else None, rects=rects)
+            return span
         return span
 
     @on_one_generation

@@ -2,7 +2,9 @@
 
 Documents stream through: workers parse and chunk while this process embeds
 and writes, and at most a few documents per worker are in flight, so memory is
-bounded by the batch rather than the corpus. Against a live generation the
+bounded by the batch rather than the corpus. Where the workers and the
+embedder run is the executor's business (``ingest.executors``: this machine's
+process pool, or a Ray cluster); this process alone writes the index. Against a live generation the
 build is incremental: an unchanged file is carried over without parsing, and a
 chunk whose normalised text was embedded before is never embedded again.
 """
@@ -11,6 +13,7 @@ from __future__ import annotations
 
 import collections
 import contextlib
+import dataclasses
 import os
 import shutil
 import time
@@ -18,24 +21,31 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import pyarrow.compute as pc
+
 from ingest.corpus import CorpusFile, SkippedFile, discover
 from ingest.embed import Embedder, VectorQueue
-from ingest.faiss_index import build_faiss, check_factory
+from ingest.executors import Executor, LocalExecutor
+from ingest.faiss_index import build_ann, check_factory, id_changes, plan_index, update_ann, update_reason
+from ingest.html_layout import LayoutError, LayoutStats, close_shared_browser, layout_engine
 from ingest.lock import BuildLock
 from ingest.model import ModelInfo, resolve_model
+from ingest.ocr import describe, resolve_ocr
 from ingest.normalize import NORMALIZER_VERSION
 from ingest.parse import PARSER_VERSION, media_type_of
 from ingest.passwords import Passwords
-from ingest.pool import process_in_workers
 from ingest.publish import fsync_dir, publish, write_failure
 from ingest.retention import collect_garbage, retire_generations
 from ingest.reuse import LiveGeneration, carry_over
 from ingest.spill import SPILL_FOLDER, read_spill
 from ingest.worker import EMBED_TEXT, DocResult, FileJob, WorkerSettings
 from ingest.write import GenerationWriter
+from schemas.ann import AUTO_FACTORY
+from schemas.embedding import Device, EmbedBackend
 from schemas.errors import CorpusError
-from schemas.layout import IndexPaths, read_current
-from schemas.records import ChunkerSettings, DocStatus, Manifest
+from schemas.layout import FAISS_FILE, IndexPaths, read_current
+from schemas.limits import MAX_DOC_CHARS, MAX_FILE_MB, MAX_PDF_PAGES
+from schemas.records import ChunkerSettings, DocStatus, Manifest, MediaType, OcrSettings
 from schemas.tables import FORMAT_VERSION
 
 
@@ -43,15 +53,21 @@ from schemas.tables import FORMAT_VERSION
 class BuildSettings:
     chunker: ChunkerSettings = ChunkerSettings()
     model: str | None = None  # a local sentence-transformers folder; None: the packaged MiniLM
-    faiss_factory: str = "Flat"
-    workers: int = 0  # 0: one per core; 1: everything in this process
+    embed_backend: EmbedBackend = EmbedBackend.TORCH  # what runs the model (see ingest.backends)
+    device: Device = Device.AUTO  # where: CUDA when torch sees a GPU, else the CPU
+    faiss_factory: str = AUTO_FACTORY  # exact search up to 50k vectors, an inverted file above
+    workers: int = 0  # the local executor's: 0: one per core; 1: everything in this process
     full: bool = False  # ignore the live generation
     keep_generations: int = 3
     keep_texts: bool = False
-    max_file_mb: int = 512
-    doc_timeout_s: float = 600.0  # per file, in worker processes; 0: none
+    max_file_mb: int = MAX_FILE_MB  # over these limits (schemas.limits) a file is an error row
+    max_pages: int = MAX_PDF_PAGES
+    max_chars: int = MAX_DOC_CHARS
+    doc_timeout_s: float = 600.0  # per file, counted from when its parsing starts; 0: none
     wait_for_lock: bool = False
     embed_batch: int = 256
+    html_layout: bool = False  # lay HTML pages out in headless Chromium: boxes and hidden text
+    ocr: OcrSettings | None = None  # None: --ocr auto where Tesseract is installed, else none
     follow_symlinks: bool = False  # follow links whose target lies outside the corpus folder
     passwords: Passwords = Passwords()  # for encrypted PDFs, by doc_id pattern (never stored, never shown)
 
@@ -69,6 +85,7 @@ class Progress:
 @dataclass(slots=True)
 class BuildReport:
     generation: str
+    executor: str = ""  # where the work ran
     n_files: int = 0
     by_status: collections.Counter = field(default_factory=collections.Counter)
     failures: list[tuple[str, str, str]] = field(default_factory=list)  # doc_id, status, reason
@@ -84,11 +101,20 @@ class BuildReport:
     chunks_embedded: int = 0
     chunks_reused: int = 0
     full_reason: str = ""  # why the build did not reuse the live generation
+    ann_factory: str = ""  # the FAISS index built
+    ann_updated: bool = False  # the live index was updated in place rather than built anew
+    ann_reason: str = ""  # why it was built anew, where there was a live one
+    ann_seconds: float = 0.0
+    ocr: str = "off"  # the OCR this build did, as the manifest records it
+    ocr_pages: int = 0  # PDF pages of changed documents whose text OCR read
     seconds: float = 0.0
     parse_seconds: float = 0.0  # summed over workers
     worker_peak_rss_mb: float = 0.0  # the largest parsing process's peak memory
     embed_seconds: float = 0.0
+    lexical_seconds: float = 0.0  # building the BM25 table of every chunk
     warnings: list[str] = field(default_factory=list)
+    html_layout: str = ""  # the engine that laid HTML pages out; "" where the stage did not run
+    layout: LayoutStats = LayoutStats()  # over the HTML pages this build laid out
 
 
 def build_index(
@@ -98,8 +124,13 @@ def build_index(
     *,
     embedder: Embedder | None = None,
     progress: Callable[[Progress], None] | None = None,
+    executor: Executor | None = None,
 ) -> BuildReport:
     """Build (or incrementally rebuild) the index of ``corpus`` in ``index_dir``.
+
+    ``executor`` runs the parsing and the embedding (default: a ``LocalExecutor`` of
+    ``settings.workers`` processes, made and stopped here); ``embedder``, when given,
+    is run by it instead of the model.
 
     >>> report = build_index("sample_corpus", "build/sample-index")   # doctest: +SKIP
     >>> report.by_status["ok"] > 0                                     # doctest: +SKIP
@@ -116,26 +147,39 @@ def build_index(
         with _writing(paths):
             held.enter_context(BuildLock(paths.lock, wait=settings.wait_for_lock))
             _remove_debris(paths)
-        if embedder is None:
-            from ingest.embed import SentenceTransformerEmbedder
-
-            embedder = SentenceTransformerEmbedder(model)
+        executor = executor or held.enter_context(LocalExecutor(settings.workers))
+        embedder = held.enter_context(
+            executor.embedding(model, embedder, settings.embed_backend, settings.device))
         check_factory(settings.faiss_factory, embedder.dim)
+        ocr, ocr_skipped = resolve_ocr(settings.ocr)  # once per build, not per file
+        settings = dataclasses.replace(settings, ocr=ocr)
         with _writing(paths):
-            report = _build_locked(corpus, paths, settings, model, embedder, progress)
+            try:
+                report = _build_locked(corpus, paths, settings, model, executor, embedder, ocr_skipped, progress)
+            finally:
+                close_shared_browser()  # one that laid pages out in this process (--workers 1)
     report.seconds = time.perf_counter() - started
     return report
 
 
-def _build_locked(corpus, paths, settings, model, embedder, progress) -> BuildReport:
+def _build_locked(corpus, paths, settings, model, executor, embedder, ocr_skipped, progress) -> BuildReport:
     """Write a generation beside the live one, publish it, retire old ones (the lock is held)."""
     live, full_reason = LiveGeneration.open_compatible(paths, settings, embedder, NORMALIZER_VERSION)
     name = _next_generation_name(paths)
-    report = BuildReport(generation=name, full_reason=full_reason)
+    report = BuildReport(generation=name, executor=executor.describe(), full_reason=full_reason)
+    if settings.html_layout:
+        try:
+            report.html_layout = layout_engine()
+        except LayoutError as exc:  # said once; everything else is built as without the stage
+            report.warnings.append(f"HTML layout skipped: {exc.message}")
+    report.ocr = describe(settings.ocr)
+    if ocr_skipped:
+        report.warnings.append(ocr_skipped)
     tmp_dir = paths.generations / f".{name}.tmp-{os.getpid()}"
     writer = GenerationWriter(tmp_dir, embedder.model_id, embedder.dim)
     try:
-        manifest = _write_generation(corpus, paths, settings, model, embedder, live, writer, report, progress)
+        manifest = _write_generation(corpus, paths, settings, model, executor, embedder, live, writer, report,
+                                     progress)
         os.rename(tmp_dir, paths.generation(name))
         fsync_dir(paths.generations)
         publish(paths, name)
@@ -185,13 +229,17 @@ def _os_reason(exc: OSError, root: Path) -> str:
     return f"{exc.strerror or exc} ({where})"
 
 
-def _write_generation(corpus, paths, settings, model, embedder, live, writer, report, progress) -> Manifest:
+def _write_generation(corpus, paths, settings, model, executor, embedder, live, writer, report, progress) -> Manifest:
     found = discover(corpus, follow_symlinks=settings.follow_symlinks, index_folder=paths.root)
     files, report.skipped = found.files, found.skipped
     report.n_files = len(files)
     live_files = live.files if live else {}
     # A file whose live row is an error is carried over unchanged, unless a password may open it now.
     retry = {f.doc_id for f in files if live and f.doc_id in live.failed and settings.passwords.for_doc(f.doc_id)}
+    reusable = {doc_id: sha for doc_id, sha in live_files.items() if doc_id not in retry}
+    if live and live.generation.manifest.html_layout != report.html_layout:
+        # laid out by another engine, or not at all: HTML pages are parsed and laid out again
+        reusable = {d: sha for d, sha in reusable.items() if media_type_of(d) is not MediaType.HTML}
     vectors = VectorQueue(
         embedder,
         writer.add_vectors,
@@ -202,10 +250,11 @@ def _write_generation(corpus, paths, settings, model, embedder, live, writer, re
     files_sha: dict[str, str] = {}
     corpus_root = None if settings.follow_symlinks else found.root
     # Closed on the way out: a build that stops (a full disk) does not wait for the files in flight.
-    carried = {doc_id: sha for doc_id, sha in live_files.items() if doc_id not in retry}
-    spill_dir = writer.gen_dir / SPILL_FOLDER
+    spill_dir = writer.gen_dir / SPILL_FOLDER  # removed below; with the generation if the build fails
     spill_dir.mkdir()
-    with contextlib.closing(_process_all(files, corpus_root, spill_dir, paths, settings, model, carried)) as results:
+    results = _process_all(executor, files, corpus_root, spill_dir, paths, settings, model, reusable,
+                           bool(report.html_layout))
+    with contextlib.closing(results):
         for done, result in enumerate(results, start=1):
             if result.unchanged:
                 record = carry_over(live, result.doc_id, writer, vectors)
@@ -219,14 +268,16 @@ def _write_generation(corpus, paths, settings, model, embedder, live, writer, re
                 else:
                     report.added += 1
                 for table_name, rows in result.tables.items():
-                    writer.add_rows(table_name, rows)
+                    _add_rows(table_name, rows, writer, report)
                 for table_name, path in result.spilled.items():
-                    _copy_spilled(table_name, path, writer, vectors)
+                    _copy_spilled(table_name, path, writer, vectors, report)
                 if result.chunks is not None:
                     writer.add_rows("chunks", vectors.assign(result.chunks, result.embed_texts))
                 if result.internal_error:
                     report.internal_errors.append((result.doc_id, result.internal_error))
                 report.parse_seconds += result.seconds
+                if result.layout is not None:
+                    report.layout += result.layout
                 report.worker_peak_rss_mb = max(report.worker_peak_rss_mb, result.peak_rss_kb / 1024)
             writer.add_document(record)
             files_sha[record.doc_id] = record.source_sha256
@@ -246,7 +297,7 @@ def _write_generation(corpus, paths, settings, model, embedder, live, writer, re
     report.chunks_embedded, report.chunks_reused = vectors.embedded, vectors.reused
     report.embed_seconds = vectors.seconds
 
-    faiss_index, factory_used, faiss_warning = build_faiss(writer.vectors_written(), settings.faiss_factory)
+    faiss_index, ann, faiss_warning = _vector_index(writer.vectors_written(), settings, live, vectors, report)
     manifest = Manifest(
         format_version=FORMAT_VERSION,
         generation=report.generation,
@@ -257,41 +308,84 @@ def _write_generation(corpus, paths, settings, model, embedder, live, writer, re
         chunker=settings.chunker,
         normalizer_version=NORMALIZER_VERSION,
         parser_version=PARSER_VERSION,
-        faiss_factory=factory_used,
+        faiss_factory=ann.factory,
+        ann=ann,
+        embed_backend=str(embedder.backend),
+        embed_device=str(getattr(embedder, "device", "")),
+        ocr=describe(settings.ocr),
         n_documents=len(files_sha),
         n_chunks=writer.n_rows["chunks"],
         documents_by_status=dict(sorted(report.by_status.items())),
         files=dict(sorted(files_sha.items())),
         warnings=tuple(w for w in [faiss_warning] if w),
+        html_layout=report.html_layout,
     )
-    return writer.finish(manifest, faiss_index)
+    manifest = writer.finish(manifest, faiss_index)
+    report.lexical_seconds = writer.lexical_seconds
+    return manifest
 
 
-def _copy_spilled(table_name: str, path, writer: GenerationWriter, vectors: VectorQueue) -> None:
+def _add_rows(table_name: str, rows, writer: GenerationWriter, report: BuildReport) -> None:
+    writer.add_rows(table_name, rows)
+    if table_name == "pdf_pages":
+        report.ocr_pages += int(pc.sum(rows.column("ocr")).as_py() or 0)
+
+
+def _copy_spilled(table_name: str, path, writer: GenerationWriter, vectors: VectorQueue, report: BuildReport) -> None:
     """A table a worker spilled, copied into the generation one row group at a time."""
     for rows in read_spill(path):
         if table_name == "chunks":
             texts = rows.column(EMBED_TEXT).to_pylist()
             writer.add_rows("chunks", vectors.assign(rows.drop_columns([EMBED_TEXT]), texts))
         else:
-            writer.add_rows(table_name, rows)
+            _add_rows(table_name, rows, writer, report)
 
 
-def _process_all(files: list[CorpusFile], corpus_root: str | None, spill_dir, paths, settings: BuildSettings,
-                 model: ModelInfo, live_files) -> Iterator[DocResult]:
-    """Results in file order; parsing runs ahead in worker processes."""
+def _vector_index(vectors, settings: BuildSettings, live, queue, report: BuildReport):
+    """The FAISS index of the new generation: the live inverted file updated in place (the
+    changed documents' ids removed and added, every other id renumbered) when it can be, else
+    a new one. Returns (index, its parameters, warning)."""
+    started = time.perf_counter()
+    planned = plan_index(len(vectors), settings.faiss_factory)
+    reason = "no live generation to update"
+    if live is not None:
+        from schemas.manifest import ann_params
+
+        current = ann_params(live.generation.manifest)
+        changes = id_changes(queue.known_sources(), len(live.vectors))
+        reason = update_reason(current, planned, changes)
+        if not reason and current.requested != planned.requested:
+            reason = f"--faiss-factory changed from {current.requested} to {planned.requested}"
+        if not reason:
+            import faiss
+
+            index = faiss.read_index(str(live.generation.dir / FAISS_FILE))
+            index, ann = update_ann(index, current, changes, vectors)
+            report.ann_factory, report.ann_updated, report.ann_seconds = ann.factory, True, time.perf_counter() - started
+            return index, ann, ""
+    index, ann, warning = build_ann(vectors, planned)
+    report.ann_factory, report.ann_reason, report.ann_seconds = ann.factory, reason, time.perf_counter() - started
+    return index, ann, warning
+
+
+def _process_all(executor: Executor, files: list[CorpusFile], corpus_root: str | None, spill_dir: Path, paths,
+                 settings: BuildSettings, model: ModelInfo, live_files, html_layout: bool) -> Iterator[DocResult]:
+    """Results in file order; parsing (and the layout of HTML pages) runs ahead, where the executor runs it."""
     worker_settings = WorkerSettings(
         model=model,
         chunker=settings.chunker,
         index_root=paths.root,
         max_file_bytes=settings.max_file_mb * 1024 * 1024,
+        max_pages=settings.max_pages,
+        max_chars=settings.max_chars,
+        html_layout=html_layout,
+        ocr=settings.ocr,
         corpus_root=corpus_root,
         passwords=settings.passwords,
         spill_dir=spill_dir,
     )
     jobs = [FileJob(f.path, f.doc_id, media_type_of(f.doc_id), live_files.get(f.doc_id), f.id_note) for f in files]
-    workers = settings.workers or os.cpu_count() or 1
-    return process_in_workers(jobs, worker_settings, workers, timeout_s=settings.doc_timeout_s or None)
+    return executor.process(jobs, worker_settings, settings.doc_timeout_s or None)
 
 
 def _next_generation_name(paths: IndexPaths) -> str:

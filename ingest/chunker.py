@@ -16,8 +16,11 @@ identical, so their embeddings and citations survive a reindex.
 from __future__ import annotations
 
 import bisect
+import functools
 import hashlib
+import itertools
 import re
+import unicodedata
 import zlib
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -25,7 +28,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ingest.hidden import HiddenText
-from ingest.normalize import CONTROL_TO_SPACE, normalize
+from ingest.normalize import CONTROLS, changing_pieces, changing_set, char_class, normalize
 from schemas.errors import ChunkerError
 from schemas.records import Chunk, ChunkerSettings, HiddenRun, ParsedDocument
 
@@ -165,13 +168,12 @@ def _chunk_segment(doc_text: str, tokenizer, settings: ChunkerSettings, budget: 
     """Spans of one piece of text (offsets and token numbers relative to it), and its token count."""
     # Control characters become spaces (one for one: offsets stay valid) as they do in the
     # normalised text; BERT would delete them and glue "3\f1" into one word.
-    offsets, word_ids = encode_in_pieces(doc_text.translate(CONTROL_TO_SPACE), tokenizer)
+    offsets, word_ids = encode_in_pieces(CONTROLS.sub(" ", doc_text), tokenizer)
     n = len(offsets)
     if n == 0:
         return [], 0
-    scores = _boundary_scores(doc_text, offsets, word_ids)
-    word_start = scores >= 0  # token p begins a word (p == 0 included)
-    word_start[0] = True
+    scores = _BoundaryScores(doc_text, offsets, word_ids)
+    pieces = _ChangedPieces(doc_text, scores.starts, scores.ends)
 
     spans: list[ChunkSpan] = []
     shrunk: dict[int, int] = {}  # chunk start token -> lowered upper bound for its cut
@@ -180,8 +182,8 @@ def _chunk_segment(doc_text: str, tokenizer, settings: ChunkerSettings, budget: 
     while s is not None:
         plan = _plan_cuts(s, last_cut, n, budget, settings.overlap, scores, shrunk)
         texts = [doc_text[offsets[a][0] : offsets[p - 1][1]] for a, p in plan]
-        exact_cuts = [p - a if word_start[a] and (p == n or word_start[p]) else None for a, p in plan]
-        counts = _model_token_counts(texts, exact_cuts, tokenizer)
+        exact_cuts = [p - a if scores.exact_cut(a) and scores.exact_cut(p) else None for a, p in plan]
+        counts = _model_token_counts(texts, plan, exact_cuts, pieces, tokenizer)
         s = None if plan[-1][1] >= n else _next_start(plan[-1][1], plan[-1][0], settings.overlap, scores)
         for (a, p), (n_model, normalized) in zip(plan, counts):
             if n_model > settings.max_tokens and p - a > 1:
@@ -201,7 +203,7 @@ def _chunk_segment(doc_text: str, tokenizer, settings: ChunkerSettings, budget: 
     return spans, n
 
 
-def _plan_cuts(s, last_cut, n, budget, overlap, scores, shrunk) -> list[tuple[int, int]]:
+def _plan_cuts(s, last_cut, n, budget, overlap, scores: _BoundaryScores, shrunk) -> list[tuple[int, int]]:
     """Token ranges [a, p) of the next chunks from token s, by raw token counts.
 
     Every cut lies beyond the previous one, so no chunk is a tail of the one before.
@@ -220,31 +222,135 @@ def _plan_cuts(s, last_cut, n, budget, overlap, scores, shrunk) -> list[tuple[in
 
 
 _PLAN_AHEAD = 64  # chunks measured per batch; a rare recount re-plans only these
-# Where normalisation may change the WordPiece count of ASCII text: a joined line-end hyphen.
-_JOINED_HYPHEN = re.compile(r"[-\u00ad\u2010\u2011][ \t]*[\r\n\f]")
 
 
-def _model_token_counts(
-    texts: list[str], raw_counts: list[int | None], tokenizer
-) -> list[tuple[int, str]]:
+def _model_token_counts(texts: list[str], plan, raw_counts: list[int | None], pieces: _ChangedPieces, tokenizer) -> list[tuple[int, str]]:
     """(tokens the model sees, normalised text) per chunk text.
 
-    Where a chunk was cut between words and normalisation only collapses whitespace
-    (ASCII text without line-end hyphens or control characters), WordPiece gives the
-    raw count plus [CLS] and [SEP]; the rest is tokenized again.
+    A chunk cut cleanly between words has its ``raw`` document tokens. Normalisation leaves
+    its text as it is but for whitespace, except in a few space-delimited pieces
+    (``changing_pieces``), and WordPiece tokenizes space-delimited pieces independently:
+    the count is ``raw`` plus what normalising those pieces adds, plus [CLS] and [SEP].
+    A chunk cut inside a word is tokenized again whole.
     """
     normalized = [embed_text(t) for t in texts]
     counts = [0 if r is None else r + 2 for r in raw_counts]
-    recount = [
-        i
-        for i, t in enumerate(texts)
-        if raw_counts[i] is None or not t.isascii() or _JOINED_HYPHEN.search(t)
-    ]
+    recount = [i for i, r in enumerate(raw_counts) if r is None]
+    chunk_pieces = [[] if r is None else pieces.within(*_char_range(plan[i], pieces)) for i, r in enumerate(raw_counts)]
+    unknown = sorted({piece for found in chunk_pieces for piece in found if piece not in pieces.added})
     if recount:
-        encodings = tokenizer.encode_batch([normalized[i] for i in recount])
-        for i, enc in zip(recount, encodings):
-            counts[i] = len(enc.ids)
+        for i, enc in zip(recount, tokenizer.encode_batch([normalized[i] for i in recount], add_special_tokens=False)):
+            counts[i] = len(enc.ids) + 2
+    if unknown:
+        tokens = pieces.tokens_of([pieces.folded(piece) for piece in unknown], tokenizer)
+        for piece, after, before in zip(unknown, tokens, pieces.raw_tokens(unknown)):
+            pieces.added[piece] = after - before
+    for i, found in enumerate(chunk_pieces):
+        counts[i] += sum(pieces.added[piece] for piece in found)
     return list(zip(counts, normalized))
+
+
+def _char_range(token_range: tuple[int, int], pieces: _ChangedPieces) -> tuple[int, int]:
+    a, p = token_range
+    return int(pieces.token_starts[a]), int(pieces.token_ends[p - 1])
+
+
+class _ChangedPieces:
+    """The pieces of one text that normalisation changes (``changing_pieces``, found once for
+    the whole text and clipped to each chunk), and the tokens each adds once normalised."""
+
+    def __init__(self, doc_text: str, token_starts: np.ndarray, token_ends: np.ndarray) -> None:
+        self.doc_text = doc_text
+        self.token_starts, self.token_ends = token_starts, token_ends
+        spans = changing_pieces(doc_text, _recount_character())
+        self._los = [lo for lo, _ in spans]
+        self._his = [hi for _, hi in spans]
+        # (lo, hi) -> tokens the normalised piece has beyond the document's tokens in it;
+        # 0 where it tokenizes as before without asking the tokenizer (see ``within``)
+        self.added: dict[tuple[int, int], int] = {}
+        self._folded: dict[tuple[int, int], str] = {}
+        self._by_text: dict[str, str] = {}  # piece -> normalised (words repeat)
+        self._tokens_by_text: dict[str, int] = {}  # normalised piece -> its model tokens
+
+    def within(self, start: int, end: int) -> list[tuple[int, int]]:
+        """The changing pieces of ``doc_text[start:end]``, clipped to it."""
+        found = []
+        i = bisect.bisect_right(self._his, start)
+        while i < len(self._los) and self._los[i] < end:
+            piece = (max(self._los[i], start), min(self._his[i], end))
+            i += 1
+            if piece not in self.added:
+                original = self.doc_text[piece[0] : piece[1]]
+                folded = self._by_text.get(original)
+                if folded is None:
+                    folded = self._by_text[original] = normalize(original)
+                if folded == original:
+                    self.added[piece] = 0
+                    continue
+                self._folded[piece] = folded
+            found.append(piece)
+        return found
+
+    def folded(self, piece: tuple[int, int]) -> str:
+        return self._folded[piece]
+
+    def tokens_of(self, folded: list[str], tokenizer) -> list[int]:
+        """Model tokens of each normalised piece, without [CLS] and [SEP].
+
+        Pieces repeat (a word with a ligature, the overlap of two chunks): each text is
+        counted once. The new ones are tokenized in one call, joined by spaces, and their
+        tokens told apart by offsets: a space separates words for WordPiece, so each piece
+        tokenizes as it would alone, and one call costs far less than one per piece.
+        """
+        new = sorted({text for text in folded if text not in self._tokens_by_text})
+        if new:
+            joined, starts, at = [], [], 0
+            for text in new:
+                starts.append(at)
+                joined.append(text)
+                at += len(text) + 1
+            offsets = tokenizer.encode(" ".join(joined), add_special_tokens=False).offsets
+            token_starts = np.fromiter((start for start, _ in offsets), dtype=np.int64, count=len(offsets))
+            bounds = np.searchsorted(token_starts, np.array(starts + [at], dtype=np.int64))
+            self._tokens_by_text.update(zip(new, np.diff(bounds).tolist()))
+        return [self._tokens_by_text[text] for text in folded]
+
+    def raw_tokens(self, pieces: list[tuple[int, int]]) -> list[int]:
+        """The document's tokens that start in each piece."""
+        if not pieces:
+            return []
+        bounds = np.searchsorted(self.token_starts, np.array(pieces, dtype=np.int64))
+        return (bounds[:, 1] - bounds[:, 0]).tolist()
+
+
+@functools.cache
+def _recount_character() -> re.Pattern:
+    """Characters whose normalisation may change how many tokens the model sees around them.
+
+    Of the characters normalisation changes (``changing_set``), some keep the count: a
+    punctuation character folded to one punctuation character (each is a token of its own,
+    or [UNK]), a format character folded to nothing (BERT deletes it too), and a space
+    separator (BERT splits at it as Python does). The rest, and every astral character, may not.
+    """
+    keeps = set()
+    for char in changing_set():
+        folded = normalize(char)
+        category = unicodedata.category(char)
+        if (
+            (_is_punctuation(char) and len(folded) == 1 and _is_punctuation(folded))
+            or (category == "Cf" and folded == "")
+            or category[0] == "Z"
+        ):
+            keeps.add(char)
+    return char_class(changing_set() - keeps)
+
+
+def _is_punctuation(char: str) -> bool:
+    # BERT's rule: ASCII punctuation, or any character of a Unicode punctuation category
+    return char in _ASCII_PUNCTUATION or unicodedata.category(char)[0] == "P"
+
+
+_ASCII_PUNCTUATION = frozenset("!\"#$%&'()*+,-./:;<=>?@[\\]^_`{|}~")
 
 
 def _fit_embed_text(normalized: str, tokenizer, max_tokens: int) -> tuple[str, int]:
@@ -262,17 +368,23 @@ def _fit_embed_text(normalized: str, tokenizer, max_tokens: int) -> tuple[str, i
     return normalized, len(encoding.ids)
 
 
-def _best_cut(scores: np.ndarray, lo: int, hi: int, s: int) -> int:
+def _best_cut(scores: _BoundaryScores, lo: int, hi: int, s: int) -> int:
     """The highest-scoring cut in [lo, hi]; a forced cut at hi when no word boundary exists."""
     lo = max(lo, s + 1)
-    window = scores[lo : hi + 1]
-    best = int(np.argmax(window))
-    if window[best] < 0:
+    strengths = scores.strength[lo : hi + 1]
+    best = int(strengths.max())
+    if best < 0:
         return hi
-    return lo + best
+    ties = np.flatnonzero(strengths == best)
+    if len(ties) == 1:
+        return lo + int(ties[0])
+    # Ties between boundaries of one strength: the highest hash of the text around them wins
+    # (the first of equal hashes), so the choice depends on the content, not the position.
+    hashes = scores.content_hashes((ties + lo).tolist())
+    return lo + int(ties[hashes.index(max(hashes))])
 
 
-def _next_start(cut: int, prev_start: int, overlap: int, scores: np.ndarray) -> int:
+def _next_start(cut: int, prev_start: int, overlap: int, scores: _BoundaryScores) -> int:
     """Where the chunk after a cut at token ``cut`` begins: up to ``overlap`` tokens back.
 
     The start is the strongest boundary in the first three quarters of the overlap, the
@@ -282,52 +394,118 @@ def _next_start(cut: int, prev_start: int, overlap: int, scores: np.ndarray) -> 
     """
     lo = max(cut - overlap, prev_start + 1)
     hi = max(lo, cut - overlap // 4)
-    strengths = scores[lo : hi + 1] >> 32
+    strengths = scores.strength[lo : hi + 1]
     best = int(strengths.max())
     if best > INSIDE_WORD:
         return lo + int(np.argmax(strengths == best))
     start = lo  # no boundary in the window: the first after it, else the cut itself
-    while start < cut and scores[start] < 0:
+    while start < cut and scores.strength[start] < 0:
         start += 1
     return start
 
 
-def _boundary_scores(doc_text: str, offsets: list, word_ids: list) -> np.ndarray:
-    """Score of cutting before token p: strength in the high bits, a content hash below."""
-    n = len(offsets)
-    scores = np.full(n + 1, -1, dtype=np.int64)
-    shift = np.int64(1) << 32
-    for p in range(1, n):
-        prev_start, prev_end = offsets[p - 1]
-        next_start, next_end = offsets[p]
-        if word_ids[p] == word_ids[p - 1] and next_start == prev_end:
-            continue
-        gap = doc_text[prev_end:next_start]
-        if _PARAGRAPH_GAP.search(gap):
-            strength = PARAGRAPH
-        elif _ends_sentence(doc_text, prev_start, prev_end) and (gap or _is_cjk(doc_text[next_start])):
-            strength = SENTENCE
-        elif "\n" in gap or "\r" in gap:
-            strength = LINE
-        elif gap or _is_cjk(doc_text[next_start]) or _is_cjk(doc_text[prev_end - 1]):
-            strength = WORD
-        else:
-            strength = ATTACHED
-        around = doc_text[prev_start:next_end].encode("utf-8")
-        scores[p] = strength * shift + zlib.crc32(around)
-    scores[n] = 0  # the end of the document, only ever chosen as the last cut
-    return scores
+def _lookup(chars) -> np.ndarray:
+    """A table over the BMP, True at ``chars`` (index with codes clipped to 0xFFFF, kept False)."""
+    table = np.zeros(0x10000, dtype=bool)
+    table[[ord(c) for c in chars]] = True
+    return table
 
 
-def _ends_sentence(doc_text: str, tok_start: int, tok_end: int) -> bool:
-    last = doc_text[tok_end - 1]
-    if last in _CLOSERS and tok_end - tok_start == 1 and tok_start > 0:
-        last = doc_text[tok_start - 1]
-    return last in _SENTENCE_END
+def _counts_to(mask: np.ndarray) -> np.ndarray:
+    """counts[i] = how many of mask[:i] are set."""
+    return np.concatenate(([0], np.cumsum(mask, dtype=np.int64)))
 
 
-def _is_cjk(char: str) -> bool:
-    return "\u3000" <= char <= "\u9fff" or "\uac00" <= char <= "\ud7af" or "\uf900" <= char <= "\ufaff"
+_SENTENCE_ENDS = _lookup(_SENTENCE_END)
+_SPACES = _lookup(c for c in map(chr, range(0x10000)) if c.isspace())  # what \s matches
+_CLOSES = _lookup(_CLOSERS)
+
+
+class _BoundaryScores:
+    """How good a place to cut before each token p is: ``strength[p]`` (INSIDE_WORD ... PARAGRAPH;
+    ``strength[n]`` is the end of the text) and, for ties, a hash of the text around it.
+
+    Strengths are computed for every token at once; hashes only for the ties a cut has to break.
+    """
+
+    def __init__(self, doc_text: str, offsets: list, word_ids: list) -> None:
+        n = len(offsets)
+        spans = np.fromiter(itertools.chain.from_iterable(offsets), dtype=np.int64, count=2 * n).reshape(n, 2)
+        self.starts, self.ends = spans[:, 0], spans[:, 1]
+        utf8 = doc_text.encode("utf-8", "surrogatepass")
+        codes = np.frombuffer(doc_text.encode("utf-32-le", "surrogatepass"), dtype=np.uint32)
+        strength = np.full(n + 1, INSIDE_WORD, dtype=np.int8)
+        strength[n] = ATTACHED  # the end of the document, only ever chosen as the last cut
+        if n > 1:
+            word_ids_array = np.fromiter(word_ids, dtype=np.int64, count=n)
+            strength[1:n] = _strengths(doc_text, codes, self.starts, self.ends, word_ids_array)
+        self.strength = strength
+        # A cut before token p whose slice holds exactly the tokens on its side: p begins a
+        # word and shares no character with the token before it (the jamo of one Hangul
+        # syllable are several tokens with the same offsets).
+        clean = np.ones(n + 1, dtype=bool)
+        clean[1:n] = (strength[1:n] >= 0) & (self.ends[:-1] <= self.starts[1:])
+        self._clean = clean
+        # For the hash of the text around each boundary: byte offsets in the UTF-8 text.
+        widths = 1 + (codes >= 0x80).astype(np.int64) + (codes >= 0x800) + (codes >= 0x10000)
+        self._byte_at = np.concatenate(([0], np.cumsum(widths)))
+        self._utf8 = memoryview(utf8)
+
+    def exact_cut(self, p: int) -> bool:
+        return bool(self._clean[p])
+
+    def content_hashes(self, boundaries: list[int]) -> list[int]:
+        """crc32 of the two tokens around each boundary (before token p) and what lies between;
+        0 for the end of the text."""
+        n, text = len(self.starts), self._utf8
+        inner = np.array([p for p in boundaries if p < n], dtype=np.int64)
+        start = self._byte_at[self.starts[inner - 1]].tolist()  # of the token before the boundary
+        end = self._byte_at[self.ends[inner]].tolist()  # of the token after it
+        hashes = iter([zlib.crc32(text[a:b]) for a, b in zip(start, end)])
+        return [next(hashes) if p < n else 0 for p in boundaries]
+
+
+def _strengths(doc_text: str, codes: np.ndarray, starts: np.ndarray, ends: np.ndarray, word_ids: np.ndarray) -> np.ndarray:
+    """Boundary strength before tokens 1 .. n-1 (see the constants at the top)."""
+    prev_start, prev_end, next_start = starts[:-1], ends[:-1], starts[1:]
+    inside = (word_ids[1:] == word_ids[:-1]) & (next_start == prev_end)
+    has_gap = next_start > prev_end
+    # The token's last character; a lone closing quote or bracket passes the test to the one before.
+    bmp = np.minimum(codes, 0xFFFF)
+    last = bmp[(prev_end - 1) % len(codes)]
+    closer_alone = _CLOSES[last] & (prev_end - prev_start == 1) & (prev_start > 0)
+    last = np.where(closer_alone, bmp[np.maximum(prev_start - 1, 0)], last)
+    ends_sentence = _SENTENCE_ENDS[last]
+    cjk_next = _cjk(codes[next_start])
+    cjk_prev = _cjk(codes[(prev_end - 1) % len(codes)])
+    strength = np.where(has_gap | cjk_next | cjk_prev, WORD, ATTACHED).astype(np.int8)
+    strength[ends_sentence & (has_gap | cjk_next)] = SENTENCE
+    # Line breaks, form feeds and other characters in each gap, by counts up to each position.
+    gap_end = np.maximum(next_start, prev_end)
+    newlines = _counts_to(codes == 0x0A)
+    line_breaks = _counts_to((codes == 0x0A) | (codes == 0x0D))
+    form_feeds = _counts_to(codes == 0x0C)
+    not_spaces = _counts_to(~_SPACES[np.minimum(codes, 0xFFFF)] | (codes > 0xFFFF))
+    strength[has_gap & (line_breaks[gap_end] > line_breaks[prev_end]) & (strength != SENTENCE)] = LINE
+    # A paragraph: a form feed, or two newlines with only whitespace between them (a gap of
+    # whitespace alone with two newlines has that; any other gap is searched).
+    two_newlines = has_gap & (newlines[gap_end] - newlines[prev_end] >= 2)
+    only_spaces = not_spaces[gap_end] == not_spaces[prev_end]
+    strength[has_gap & (form_feeds[gap_end] > form_feeds[prev_end])] = PARAGRAPH
+    strength[two_newlines & only_spaces] = PARAGRAPH
+    for q in np.flatnonzero(two_newlines & ~only_spaces).tolist():
+        if _PARAGRAPH_GAP.search(doc_text, prev_end[q], next_start[q]):
+            strength[q] = PARAGRAPH
+    strength[inside] = INSIDE_WORD
+    return strength
+
+
+def _cjk(codes: np.ndarray) -> np.ndarray:
+    return (
+        ((codes >= 0x3000) & (codes <= 0x9FFF))
+        | ((codes >= 0xAC00) & (codes <= 0xD7AF))
+        | ((codes >= 0xF900) & (codes <= 0xFAFF))
+    )
 
 
 def make_chunks(doc: ParsedDocument, spans: list[ChunkSpan], first_vector_id: int = 0) -> list[Chunk]:

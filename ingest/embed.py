@@ -9,6 +9,7 @@ text embedded once, and the live generation's vectors reused.
 
 from __future__ import annotations
 
+import collections
 import time
 from collections.abc import Callable, Sequence
 from typing import Protocol
@@ -17,15 +18,30 @@ import numpy as np
 import pyarrow as pa
 
 from ingest.model import ModelInfo, offline, resolve_model
+from schemas.embedding import EmbedBackend
 from schemas.errors import IndexFormatError, ModelError
 
 
 class Embedder(Protocol):
+    """Texts in, unit vectors out.
+
+    An embedder that works elsewhere (Ray's actors) may also offer
+    ``embed_later(texts) -> PendingVectors`` and say how many batches it keeps busy
+    at once (``batches_ahead``): the queue then goes on while they are embedded.
+    """
+
     model_id: str
     dim: int
+    backend: str  # what runs the model (an EmbedBackend value, or a test double's own name)
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
         """(len(texts), dim) float32, rows of unit length."""
+        ...
+
+
+class PendingVectors(Protocol):
+    def result(self) -> np.ndarray:
+        """What ``embed`` would have returned, once it is there."""
         ...
 
 
@@ -47,6 +63,7 @@ class SentenceTransformerEmbedder:
         offline()
         self.info = model or resolve_model()
         self.model_id = self.info.model_id
+        self.backend = EmbedBackend.TORCH
         self.batch_size = batch_size
         try:
             import transformers
@@ -82,7 +99,9 @@ class VectorQueue:
     A chunk whose normalised text is ``known`` (embed_sha256 -> row of
     ``known_vectors``: the live generation's) reuses that vector, one whose text
     is already queued shares its vector, and the rest are embedded in batches of
-    ``batch``. ``write`` receives the vectors in vector_id order.
+    ``batch``. ``write`` receives the vectors in vector_id order. An embedder that
+    works elsewhere keeps ``batches_ahead`` batches in flight while chunks go on
+    being queued; their vectors are written, in order, as they come back.
     """
 
     def __init__(
@@ -103,8 +122,12 @@ class VectorQueue:
         self.reused = 0
         self.seconds = 0.0
         self._slots: list[tuple[bool, int]] = []  # (known, known vector id | pending text index)
+        self._sources: list[np.ndarray] = []  # per flushed vector: the known vector id it copies, or -1
         self._texts: list[str] = []
         self._pending_keys: dict[str, int] = {}
+        # Batches handed to the embedder, written in order: (from known, where, fresh vectors or pending).
+        self._batches: collections.deque[tuple[np.ndarray, np.ndarray, object]] = collections.deque()
+        self._ahead = int(getattr(embedder, "batches_ahead", 0))
 
     def assign(self, chunks: pa.Table, embed_texts: list[str] | None) -> pa.Table:
         """``chunks`` with vector ids from this generation's sequence, their vectors queued."""
@@ -125,23 +148,50 @@ class VectorQueue:
                 self.embedded += 1
             # Within a document too: a document of 60,000 chunks is not embedded in one call.
             if len(self._texts) >= self.batch or len(self._slots) >= 16 * self.batch:
-                self.flush()
+                self._hand_over()
+                self._write_batches(keep=self._ahead)
         ids = pa.array(np.arange(self.next_id, self.next_id + len(keys), dtype=np.int64))
         self.next_id += len(keys)
         return chunks.set_column(chunks.schema.get_field_index("vector_id"), "vector_id", ids)
 
     def flush(self) -> None:
+        """Embed what is queued and write every vector assigned so far."""
+        self._hand_over()
+        self._write_batches(keep=0)
+
+    def _hand_over(self) -> None:
         if not self._slots:
             return
         started = time.perf_counter()
-        fresh = self.embedder.embed(self._texts) if self._texts else None
+        later = getattr(self.embedder, "embed_later", None) if self._ahead else None
+        if not self._texts:
+            fresh = None
+        else:
+            fresh = later(self._texts) if later else self.embedder.embed(self._texts)
         self.seconds += time.perf_counter() - started
-        out = np.empty((len(self._slots), self.embedder.dim), dtype=np.float32)
         from_known = np.fromiter((known for known, _ in self._slots), dtype=bool, count=len(self._slots))
         where = np.fromiter((i for _, i in self._slots), dtype=np.int64, count=len(self._slots))
-        if from_known.any():
-            out[from_known] = self.known_vectors[where[from_known]]
-        if (~from_known).any():
-            out[~from_known] = fresh[where[~from_known]]
-        self.write(out)
+        self._batches.append((from_known, where, fresh))
         self._slots, self._texts, self._pending_keys = [], [], {}
+
+    def _write_batches(self, keep: int) -> None:
+        while len(self._batches) > keep:
+            from_known, where, fresh = self._batches.popleft()
+            if fresh is not None and not isinstance(fresh, np.ndarray):
+                started = time.perf_counter()
+                fresh = fresh.result()
+                self.seconds += time.perf_counter() - started
+            out = np.empty((len(where), self.embedder.dim), dtype=np.float32)
+            if from_known.any():
+                out[from_known] = self.known_vectors[where[from_known]]
+            if (~from_known).any():
+                out[~from_known] = fresh[where[~from_known]]
+            self._sources.append(np.where(from_known, where, -1))
+            self.write(out)
+
+    def known_sources(self) -> np.ndarray:
+        """Per vector id written so far: the row of ``known_vectors`` it copies, or -1 (embedded).
+
+        What an index update needs to carry the live FAISS entries over (``faiss_index.id_changes``).
+        """
+        return np.concatenate(self._sources) if self._sources else np.zeros(0, dtype=np.int64)

@@ -1,18 +1,99 @@
-"""The FAISS index over a generation's vectors: ids are chunks.vector_id."""
+"""The FAISS index of a generation (ids are chunks.vector_id): which one, built or updated in place.
+
+``auto`` (the default) is exact search (``Flat``) up to ``FLAT_MAX_VECTORS`` and an inverted
+file above it, ``IVF{nlist},SQ8`` with ``nlist`` about 4·sqrt(n) and ``nprobe`` chosen so that
+recall@10 against exact search stays at or above 0.95 (benchmarks/ann.py measured it at 100k
+and 1M vectors; the README gives the table). HNSW answers as fast but cannot remove a vector,
+so a reindex would rebuild it from scratch (minutes at a million vectors); an inverted file
+removes and adds the changed vectors in place.
+
+Ids in the FAISS index are ``chunks.vector_id``. An inverted file stores them itself
+(``add_with_ids``); it is never wrapped in ``IndexIDMap2``, whose ``remove_ids`` compacts its
+id table while the inverted lists keep their old positions, so every later hit would come back
+with a neighbour's id. Flat and HNSW indexes are wrapped (they cannot store ids).
+
+Vector ids are numbered afresh in each generation (row order of chunks), so an update maps the
+surviving entries' ids from the live generation's numbering to the new one in place.
+"""
 
 from __future__ import annotations
 
+import dataclasses
+import math
+
 import numpy as np
 
+from schemas.ann import AUTO_FACTORY, AnnParams
 from schemas.errors import SpanindexError
 
-TRAIN_SAMPLE = 100_000
+FLAT_MAX_VECTORS = 50_000  # exact search up to here: ~3 ms a query on 2 cores, no training
+AUTO_CODING = "SQ8"  # one byte a dimension: 4x smaller than Flat lists, recall within 1% of them
+TRAIN_POINTS_PER_LIST = 40  # k-means sample per inverted list (FAISS warns under 39)
+ADD_BLOCK = 65_536
+DEFAULT_EF_SEARCH = 64
+RETRAIN_CHURN = 0.5  # retrain once vectors added since training exceed this share of those trained on
+
+
+def nlist_for(n_vectors: int) -> int:
+    """Inverted lists for ``n_vectors``: the power of two nearest 4·sqrt(n), at least 64.
+
+    >>> nlist_for(1_000_000), nlist_for(100_000)
+    (4096, 1024)
+    """
+    return max(64, 2 ** round(math.log2(4 * math.sqrt(max(n_vectors, 1)))))
+
+
+def nprobe_for(nlist: int) -> int:
+    """Lists visited per query: 1/64 of the lists, at least 16 (see the module docstring).
+
+    >>> nprobe_for(4096), nprobe_for(1024)
+    (64, 16)
+    """
+    return max(16, nlist // 64)
+
+
+def plan_index(n_vectors: int, requested: str = AUTO_FACTORY) -> AnnParams:
+    """The index a build of ``n_vectors`` vectors makes, before any training.
+
+    >>> plan_index(5_000).factory, plan_index(4_000_000).factory
+    ('Flat', 'IVF8192,SQ8')
+    >>> plan_index(4_000_000).nprobe
+    128
+    >>> plan_index(10, "HNSW32").ef_search
+    64
+    """
+    if requested == AUTO_FACTORY:
+        if n_vectors <= FLAT_MAX_VECTORS:
+            return AnnParams("Flat", requested=requested)
+        nlist = nlist_for(n_vectors)
+        return AnnParams(f"IVF{nlist},{AUTO_CODING}", nprobe=nprobe_for(nlist), requested=requested)
+    return _default_params(requested, requested)
+
+
+def _default_params(factory: str, requested: str) -> AnnParams:
+    kind = factory.split(",")[0]
+    if kind.startswith("IVF"):
+        digits = "".join(c for c in kind[3:] if c.isdigit())
+        nlist = int(digits) if digits else 1024
+        return AnnParams(factory, nprobe=min(nlist, nprobe_for(nlist)), requested=requested)
+    if kind.startswith("HNSW"):
+        return AnnParams(factory, ef_search=DEFAULT_EF_SEARCH, requested=requested)
+    return AnnParams(factory, requested=requested)
 
 
 def check_factory(factory: str, dim: int) -> None:
-    """Refuse a FAISS factory string before any work is done, not after embedding."""
+    """Refuse a FAISS factory string before any work is done, not after embedding.
+
+    >>> check_factory("auto", 384)
+    >>> check_factory("IVF-1,Flat", 384)
+    Traceback (most recent call last):
+    ...
+    schemas.errors.SpanindexError: --faiss-factory 'IVF-1,Flat' does not build a 384-d index: ...
+    """
     import faiss
 
+    if factory == AUTO_FACTORY:
+        return
     try:
         faiss.index_factory(dim, factory, faiss.METRIC_INNER_PRODUCT)
     except RuntimeError as exc:
@@ -20,36 +101,59 @@ def check_factory(factory: str, dim: int) -> None:
         raise SpanindexError(f"--faiss-factory {factory!r} does not build a {dim}-d index: {message}") from None
 
 
-def build_faiss(vectors: np.ndarray, factory: str) -> tuple[object, str, str]:
-    """An ID-mapped inner-product index over ``vectors`` (row i has id i).
+def build_ann(vectors: np.ndarray, params: AnnParams) -> tuple[object, AnnParams, str]:
+    """An inner-product index over ``vectors`` (row i has id i), and what was built.
 
-    Returns (index, factory actually used, warning). An index that needs training
-    (IVF, PQ) is trained on a deterministic sample; when there are too few vectors to
-    train it, a flat index is built instead and the warning says so.
+    An index that needs training is trained on a deterministic sample; when there are
+    too few vectors to train it, a flat index is built instead and the warning says so.
 
-    >>> index, used, _ = build_faiss(np.eye(4, dtype=np.float32), "Flat")
-    >>> index.ntotal, used
+    >>> index, built, _ = build_ann(np.eye(4, dtype=np.float32), plan_index(4))
+    >>> index.ntotal, built.factory
     (4, 'Flat')
     """
     import faiss
 
     n, dim = vectors.shape
     warning = ""
-    index = faiss.index_factory(dim, factory, faiss.METRIC_INNER_PRODUCT)
-    if not index.is_trained:
-        needed = _training_points(index)
+    inner = faiss.index_factory(dim, params.factory, faiss.METRIC_INNER_PRODUCT)
+    trained_on = 0
+    if not inner.is_trained:
+        needed = _training_points(inner)
         if n < needed:
-            warning = f"{n} vectors are too few to train {factory!r} (needs {needed}); built 'Flat'"
-            factory = "Flat"
-            index = faiss.index_factory(dim, factory, faiss.METRIC_INNER_PRODUCT)
+            warning = f"{n} vectors are too few to train {params.factory!r} (needs {needed}); built 'Flat'"
+            params = AnnParams("Flat", requested=params.requested)
+            inner = faiss.index_factory(dim, "Flat", faiss.METRIC_INNER_PRODUCT)
         else:
-            step = max(1, n // TRAIN_SAMPLE)
-            index.train(np.ascontiguousarray(vectors[::step][:TRAIN_SAMPLE]))
-    mapped = faiss.IndexIDMap2(index)
-    for first in range(0, n, 65536):
-        block = np.ascontiguousarray(vectors[first : first + 65536], dtype=np.float32)
-        mapped.add_with_ids(block, np.arange(first, first + len(block), dtype=np.int64))
-    return mapped, factory, warning
+            sample = training_sample(vectors, inner)
+            inner.train(sample)
+            trained_on = n
+    index = inner if _stores_ids(inner) else faiss.IndexIDMap2(inner)
+    add_vectors(index, vectors, np.arange(n, dtype=np.int64))
+    built = dataclasses.replace(params, trained_on=trained_on, added_since_training=0)
+    apply_search_params(index, built)
+    return index, built, warning
+
+
+def training_sample(vectors: np.ndarray, inner) -> np.ndarray:
+    """Every k-th vector, ``TRAIN_POINTS_PER_LIST`` per inverted list (deterministic)."""
+    import faiss
+
+    ivf = faiss.try_extract_index_ivf(inner)
+    wanted = TRAIN_POINTS_PER_LIST * int(ivf.nlist) if ivf is not None else 65_536
+    step = max(1, len(vectors) // wanted)
+    return np.ascontiguousarray(vectors[::step][:wanted], dtype=np.float32)
+
+
+def add_vectors(index, vectors: np.ndarray, ids: np.ndarray) -> None:
+    for first in range(0, len(ids), ADD_BLOCK):
+        block = np.ascontiguousarray(vectors[first : first + ADD_BLOCK], dtype=np.float32)
+        index.add_with_ids(block, np.ascontiguousarray(ids[first : first + ADD_BLOCK], dtype=np.int64))
+
+
+def _stores_ids(inner) -> bool:
+    import faiss
+
+    return faiss.try_extract_index_ivf(inner) is not None
 
 
 def _training_points(index) -> int:
@@ -59,3 +163,109 @@ def _training_points(index) -> int:
     if ivf is not None:
         return int(ivf.nlist)
     return 256  # PQ codebooks and the like
+
+
+def apply_search_params(index, params: AnnParams) -> None:
+    """Set ``nprobe`` / ``efSearch`` as the manifest records them (FAISS's own defaults are 1 and 16)."""
+    import faiss
+
+    ivf = faiss.try_extract_index_ivf(index)
+    if ivf is not None and params.nprobe:
+        ivf.nprobe = min(int(ivf.nlist), params.nprobe)
+    hnsw = _hnsw_of(index)
+    if hnsw is not None and params.ef_search:
+        hnsw.hnsw.efSearch = params.ef_search
+
+
+def _hnsw_of(index):
+    import faiss
+
+    inner = faiss.downcast_index(index.index) if isinstance(index, faiss.IndexIDMap2) else index
+    return inner if isinstance(inner, faiss.IndexHNSW) else None
+
+
+def search_params_of(index) -> tuple[int, int]:
+    """(nprobe, efSearch) an opened index will search with; 0 where it has none."""
+    import faiss
+
+    ivf = faiss.try_extract_index_ivf(index)
+    hnsw = _hnsw_of(index)
+    return (int(ivf.nprobe) if ivf is not None else 0, int(hnsw.hnsw.efSearch) if hnsw is not None else 0)
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class IdChanges:
+    """How one generation's vectors relate to the live one's, for an in-place index update."""
+
+    old_to_new: np.ndarray  # int64 per live vector id: its id in the new generation, -1 if gone
+    added: np.ndarray  # int64 new vector ids whose vectors are not in the live index
+
+
+def id_changes(live_source: np.ndarray, n_live: int) -> IdChanges:
+    """From ``live_source[new id]`` = the live vector id it reuses, or -1 when newly embedded.
+
+    A live vector reused by two new chunks (the same text in two documents) keeps its entry
+    for the first and is added again for the second: one index entry has one id.
+
+    >>> c = id_changes(np.array([2, -1, 0, 2]), n_live=4)
+    >>> c.old_to_new.tolist(), c.added.tolist()
+    ([2, -1, 0, -1], [1, 3])
+    """
+    live_source = np.asarray(live_source, dtype=np.int64)
+    old_to_new = np.full(n_live, -1, dtype=np.int64)
+    reused = np.flatnonzero(live_source >= 0)
+    # the first new id that reuses each live vector takes over its entry
+    sources, first = np.unique(live_source[reused], return_index=True)
+    old_to_new[sources] = reused[first]
+    claimed = np.zeros(len(live_source), dtype=bool)
+    claimed[reused[first]] = True
+    return IdChanges(old_to_new, np.flatnonzero(~claimed).astype(np.int64))
+
+
+def update_reason(live: AnnParams, planned: AnnParams, changes: IdChanges) -> str:
+    """Why the live index cannot be updated in place into the planned one ("" when it can)."""
+    if not live.factory.startswith("IVF"):
+        return f"{live.factory} is rebuilt at each generation (only an inverted file is updated in place)"
+    if live.factory != planned.factory:
+        return f"the index changes from {live.factory} to {planned.factory}"
+    churn = live.added_since_training + len(changes.added)
+    if live.trained_on and churn > RETRAIN_CHURN * live.trained_on:
+        return f"{churn} vectors added since the quantizer was trained on {live.trained_on}: retrained"
+    return ""
+
+
+def update_ann(index, live: AnnParams, changes: IdChanges, new_vectors: np.ndarray) -> tuple[object, AnnParams]:
+    """The live inverted file turned into the new generation's: gone ids removed, kept ids
+    renumbered, new vectors added (``new_vectors`` holds all of the new generation's rows).
+
+    The result holds exactly what a rebuild with the same trained quantizer would hold, so
+    every search gives the same hits.
+    """
+    import faiss
+
+    ivf = faiss.extract_index_ivf(index)
+    gone = np.flatnonzero(changes.old_to_new < 0).astype(np.int64)
+    if len(gone):
+        index.remove_ids(faiss.IDSelectorBatch(gone))
+    _renumber(ivf, changes.old_to_new)
+    if len(changes.added):
+        add_vectors(index, new_vectors[changes.added], changes.added)
+    if index.ntotal != len(new_vectors):
+        raise SpanindexError(f"index update left {index.ntotal} vectors for {len(new_vectors)} chunks")
+    updated = dataclasses.replace(
+        live, added_since_training=live.added_since_training + len(changes.added)
+    )
+    apply_search_params(index, updated)
+    return index, updated
+
+
+def _renumber(ivf, old_to_new: np.ndarray) -> None:
+    """Rewrite the ids stored in every inverted list through ``old_to_new`` (in place)."""
+    import faiss
+
+    invlists = ivf.invlists
+    for list_no in range(ivf.nlist):
+        size = invlists.list_size(list_no)
+        if size:
+            ids = faiss.rev_swig_ptr(invlists.get_ids(list_no), size)
+            ids[:] = old_to_new[ids]

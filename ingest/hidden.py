@@ -41,10 +41,16 @@ class HiddenText:
 
     def visible(self, doc_text: str, start: int, end: int) -> str:
         """``doc_text[start:end]`` with each hidden run in it replaced by one space."""
+        return self.visible_in(doc_text[start:end], start)
+
+    def visible_in(self, text: str, start: int) -> str:
+        """``text``, the document's text from offset ``start`` on, with each hidden run in it
+        replaced by one space (for a chunk, whose text is all a reader of the table holds)."""
+        end = start + len(text)
         pieces, at = [], start
         for run in self.overlapping(start, end):
-            pieces.append(doc_text[at : max(at, run.start)])
+            pieces.append(text[at - start : max(at, run.start) - start])
             pieces.append(" ")
             at = max(at, min(end, run.end))
-        pieces.append(doc_text[at:end])
+        pieces.append(text[at - start :])
         return "".join(pieces)

@@ -42,6 +42,7 @@ from ingest.html_tags import (
 )
 from ingest.html_text import LINE, PARAGRAPH, TAB, TextBuilder, charref
 from ingest.html_tokens import END, START, TEXT, Tokenizer, parse_attrs
+from ingest.html_visibility import ROOT_STYLE, InlineStyles, hidden_runs
 from schemas.records import MediaType, ParsedDocument, RunKind
 
 # Whitespace that is not a lone space, character references, NUL.
@@ -90,6 +91,7 @@ def parse_html_text(
     builder.run()
     text, runs = builder.out.result()
     return ParsedDocument(
+        hidden_runs=hidden_runs(text, builder.out.hidden),
         doc_id=doc_id,
         media_type=MediaType.HTML,
         text=text,
@@ -109,8 +111,11 @@ class _TreeBuilder:
         self.tokens = Tokenizer(source)
         self.title = ""
         self.has_title = False
-        # Open elements: [name, hidden, preformatted, foreign, separator, cells]
+        # Open elements: [name, hidden, preformatted, foreign, separator, cells, style, reason]
+        # (style: what its inline styles pass on; reason: why the text in it is hidden, or None)
         self.stack: list[list] = []
+        self.styles = InlineStyles(source)
+        self.starting: tuple[str, int, int] | None = None  # the start tag being handled
         self.open_names: Counter[str] = Counter()
         self.hidden = 0  # open elements that hide their content
         self.pre = 0
@@ -247,6 +252,7 @@ class _TreeBuilder:
     # -- tags
 
     def _start(self, start: int, end: int, name: str, self_closing: bool, attrs_at: int) -> None:
+        self.starting = (name, attrs_at, end)
         if self.foreign and not self._foreign_start(start, end, name, self_closing, attrs_at):
             return
         if self.head is not None and name not in IN_HEAD and self.stack[-1] is self.head:
@@ -449,7 +455,14 @@ class _TreeBuilder:
 
     def _push(self, name: str, hidden: bool, pre: bool, foreign: bool, sep: int) -> list:
         foreign = foreign or self.foreign > 0
-        entry = [name, hidden, pre, foreign, sep, 0]
+        style = self.stack[-1][6] if self.stack else ROOT_STYLE
+        starting = self.starting
+        if starting is not None and starting[0] == name:  # the element of the tag, not one it implies
+            self.starting = None
+            style = self.styles.child(style, starting[1], starting[2])
+        reason = self.styles.reason(style)
+        entry = [name, hidden, pre, foreign, sep, 0, style, reason]
+        self.out.reason = reason
         self.stack.append(entry)
         self.open_names[name] += 1
         self.hidden += hidden
@@ -462,9 +475,10 @@ class _TreeBuilder:
 
     def _remove(self, index: int, at: int) -> list:
         entry = self.stack.pop(index)
-        name, hidden, pre, foreign, sep, _ = entry
+        name, hidden, pre, foreign, sep = entry[:5]
         if sep and not self.hidden:
             self.out.separator(sep, at)
+        self.out.reason = self.stack[-1][7] if self.stack else None
         self.open_names[name] -= 1
         self.hidden -= hidden
         self.pre -= pre

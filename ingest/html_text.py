@@ -16,7 +16,7 @@ from html.entities import html5
 
 import numpy as np
 
-from schemas.records import RUN_KINDS, HtmlRuns, RunKind
+from schemas.records import RUN_KINDS, HiddenReason, HtmlRuns, RunKind
 
 # Separator levels: a tab between table cells, a line break, a blank line.
 TAB, LINE, PARAGRAPH = -1, 1, 2
@@ -46,6 +46,8 @@ class TextBuilder:
         self.sep_tab = False
         self.sep_at = -1  # source position of the pending separator; -1: none
         self.space: tuple[int, int, RunKind] | None = None  # pending collapsed whitespace
+        self.reason: HiddenReason | None = None  # why what is appended now is hidden (the tree builder says)
+        self.hidden: list[list] = []  # [start, end, reason] of text appended while a reason held
 
     def result(self) -> tuple[str, HtmlRuns]:
         columns = [np.frombuffer(c, dtype=np.int64) if len(c) else np.zeros(0, np.int64)
@@ -118,6 +120,12 @@ class TextBuilder:
             self.src_starts.append(start)
             self.src_ends.append(end)
             self.kinds.append(code)
+        if self.reason is not None and kind is not RunKind.SYNTHETIC:
+            hidden = self.hidden
+            if hidden and hidden[-1][1] == self.length and hidden[-1][2] is self.reason:
+                hidden[-1][1] += n
+            else:
+                hidden.append([self.length, self.length + n, self.reason])
         parts = self.parts
         parts.append(text)
         if len(parts) >= _JOIN_PARTS:

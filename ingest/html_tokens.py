@@ -120,15 +120,18 @@ class Tokenizer:
     [(0, 0, 1), (0, 18, 19)]
     """
 
-    def __init__(self, source: str) -> None:
+    def __init__(self, source: str, start: int = 0) -> None:
+        """``start``: where to begin, a position in character data (the viewer shows a window of
+        a large page from a place its source map knows to be text)."""
         self.source = source
+        self.start = start
         self.foreign = False
 
     def __iter__(self) -> Iterator[tuple]:
         source = self.source
         n = len(source)
-        pos = 0  # where scanning resumes
-        text_start = 0  # start of character data not yet reported
+        pos = self.start  # where scanning resumes
+        text_start = self.start  # start of character data not yet reported
         while True:
             m = _MARKUP_OPEN.search(source, pos)
             if m is None:

@@ -16,6 +16,7 @@ offsets of the unnormalised text.
 from __future__ import annotations
 
 import bisect
+import functools
 import re
 import unicodedata
 from dataclasses import dataclass
@@ -67,9 +68,13 @@ _QUOTES_AND_DASHES = str.maketrans(
 # Characters that carry no text: soft hyphen, zero-width space/joiners, word joiner, BOM.
 _INVISIBLE = frozenset("\u00ad\u200b\u200c\u200d\u2060\ufeff")
 
-_MARKS = "[\u0300-\u036f\u1ab0-\u1aff\u1dc0-\u1dff\u20d0-\u20ff\ufe20-\ufe2f]"
+_MARKS_BODY = "\u0300-\u036f\u1ab0-\u1aff\u1dc0-\u1dff\u20d0-\u20ff\ufe20-\ufe2f"
+_MARKS = f"[{_MARKS_BODY}]"
+_MARKS_RE = re.compile(_MARKS)
 # A hyphen at a line end between letters: joined, the hyphen and the break vanish.
-_HYPHEN_BREAK = r"(?<=[^\W\d_])[-\u00ad\u2010\u2011][ \t]*(?:\r\n|\r|\n|\f)\s*(?=[^\W\d_])"
+# (The hyphen comes first and the letter before it is checked behind: a pattern that opens
+# on a character class lets the regex engine skip ahead to the next hyphen.)
+_HYPHEN_BREAK = r"[-\u00ad\u2010\u2011](?<=[^\W\d_][-\u00ad\u2010\u2011])[ \t]*(?:\r\n|\r|\n|\f)\s*(?=[^\W\d_])"
 _INVISIBLE_CLASS = "[\u00ad\u200b\u200c\u200d\u2060\ufeff]"
 _MARK_OR_INVISIBLE = f"(?:{_MARKS}|{_INVISIBLE_CLASS})"
 # A non-ASCII character, or a printable ASCII one followed by combining marks, with its
@@ -87,6 +92,10 @@ _CLUSTER = (
 # would glue the words on either side together).
 _SPACE_RUN = r"[\s\x00-\x08\x0e-\x1b\x7f]+"
 CONTROL_TO_SPACE = {c: " " for c in [*range(0x00, 0x09), *range(0x0B, 0x20), 0x7F]}
+# The same as regexes: str.translate looks up every character of a non-ASCII string in the
+# table (~20 MB/s), a regex skips to the next match (most texts have none).
+CONTROLS = re.compile("[\x00-\x08\x0b-\x1f\x7f]")
+SEPARATORS = re.compile("[\x00-\x1f\x7f]")  # the controls and ASCII whitespace: \t \n \v \f \r
 _PIECES = re.compile(f"({_HYPHEN_BREAK})|({_SPACE_RUN})|({_CLUSTER})")
 # Whitespace between two CJK characters (the one before may carry marks or invisible
 # characters, the one after may follow invisible ones): dropped, not folded to a space.
@@ -118,6 +127,100 @@ class NormalizedText:
         return int(self.starts[norm_start]), int(self.ends[norm_end - 1])
 
 
+@functools.cache
+def folded_set() -> frozenset[str]:
+    """The characters of the BMP that folding changes on their own: NFKC changes them, or
+    they are quotes, dashes or invisible characters. Built once per process (a few ms)."""
+    changing = {
+        c
+        for c in map(chr, range(0x80, 0x10000))
+        if not 0xD800 <= ord(c) <= 0xDFFF and not unicodedata.is_normalized("NFKC", c)
+    }
+    return frozenset(changing | _INVISIBLE | {chr(code) for code in _QUOTES_AND_DASHES})
+
+
+@functools.cache
+def changing_set() -> frozenset[str]:
+    """The BMP characters that can make ``normalize`` of a text without ASCII whitespace differ
+    from it: those that fold, combining marks, and whitespace other than ASCII's (Python splits
+    at NEL, where BERT deletes it and glues the words). Every astral character counts too."""
+    spaces = {c for c in map(chr, range(0x80, 0x3001)) if c.isspace()}
+    marks = {c for c in map(chr, range(0x80, 0x10000)) if _MARKS_RE.match(c)}
+    return folded_set() | spaces | marks
+
+
+def char_class(chars: frozenset[str] | set[str], astral: bool = True) -> re.Pattern:
+    """One character of ``chars`` (or, with ``astral``, beyond the BMP), as a compiled regex."""
+    body = _ranges(sorted(chars)) + ("\U00010000-\U0010ffff" if astral else "")
+    return re.compile(f"[{body}]")
+
+
+def _ranges(chars: list[str]) -> str:
+    """Sorted characters as the body of a regex class, runs written as ranges."""
+    out, i = [], 0
+    while i < len(chars):
+        j = i
+        while j + 1 < len(chars) and ord(chars[j + 1]) == ord(chars[j]) + 1:
+            j += 1
+        out.append(re.escape(chars[i]) if i == j else f"{re.escape(chars[i])}-{re.escape(chars[j])}")
+        i = j + 1
+    return "".join(out)
+
+
+@functools.cache
+def folded_character() -> re.Pattern:
+    """One character that folds to something else (see ``folded_set``; astral ones all count)."""
+    return char_class(folded_set())
+
+
+@functools.cache
+def changing_clusters() -> re.Pattern:
+    """The clusters (as ``_CLUSTER`` cuts them) that ``_fold`` may change: a folded character,
+    or any character with combining marks or invisible characters after it. Every other
+    cluster is one character that folds to itself, and is left alone without a visit."""
+    marks = _MARK_OR_INVISIBLE
+    return re.compile(
+        rf"(?:{folded_character().pattern}|[^\x00-\x7f](?={marks})|[!-~](?={marks}))(?:(?!{_HYPHEN_BREAK}){marks})*"
+    )
+
+
+@functools.cache
+def changing_character() -> re.Pattern:
+    return char_class(changing_set())
+
+
+def changing_pieces(text: str, characters: re.Pattern | None = None) -> list[tuple[int, int]]:
+    """Spans of ``text`` outside of which ``normalize`` only collapses whitespace.
+
+    Each span is a run between ASCII whitespace (or the text's ends) holding a character
+    that folding may change (``characters``, by default ``changing_character()``; a caller
+    may narrow it to what it cares about), or runs that normalising joins: a line-end hyphen,
+    or whitespace between two CJK characters (then all of them). Each
+    normalises on its own: ``normalize(text)`` is the words of ``text`` with every span
+    replaced by ``normalize(text[a:b])``, joined by single spaces. A superset: a span may
+    come out unchanged.
+
+    >>> changing_pieces("an e\\ufb03cient, ab-\\ncd way")
+    [(3, 11), (12, 18)]
+    """
+    spaced = SEPARATORS.sub(" ", text)  # every separator one space: offsets stay
+    found = [m.span() for m in _HYPHEN_BREAK_RE.finditer(text)]
+    if not text.isascii():
+        found += [m.span() for m in _BETWEEN_NO_SPACE_SCRIPT.finditer(text)]
+    found += [m.span() for m in (characters or changing_character()).finditer(spaced)]
+    spans: list[tuple[int, int]] = []
+    for a, b in sorted(found):
+        lo = spaced.rfind(" ", 0, a) + 1
+        hi = spaced.find(" ", b)
+        hi = len(spaced) if hi < 0 else hi
+        if spans and lo <= spans[-1][1]:
+            spans[-1] = (spans[-1][0], max(spans[-1][1], hi))
+        else:
+            spans.append((lo, hi))
+    return spans
+
+
+@functools.lru_cache(maxsize=8192)  # a document repeats its few folded clusters (ligatures, quotes)
 def _fold(cluster: str) -> str:
     if any(c in _INVISIBLE for c in cluster):
         cluster = "".join(c for c in cluster if c not in _INVISIBLE)
@@ -218,7 +321,10 @@ def normalize(original: str) -> str:
     'flow-and more'
     """
     if original.isascii():
-        return " ".join(_HYPHEN_BREAK_RE.sub("", original).translate(CONTROL_TO_SPACE).split())
+        return " ".join(CONTROLS.sub(" ", _HYPHEN_BREAK_RE.sub("", original)).split())
     text = _HYPHEN_BREAK_RE.sub("", _BETWEEN_NO_SPACE_SCRIPT.sub(r"\1", original))
-    text = _CLUSTER_RE.sub(lambda m: _fold(m.group()), text)
-    return " ".join(text.translate(CONTROL_TO_SPACE).split())
+    # Without combining marks every cluster is one character (an invisible one folds to
+    # nothing on its own as in a cluster): the scan looks for folded characters only.
+    changing = changing_clusters() if _MARKS_RE.search(text) else folded_character()
+    text = changing.sub(lambda m: _fold(m.group()), text)
+    return " ".join(CONTROLS.sub(" ", text).split())

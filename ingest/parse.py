@@ -14,9 +14,12 @@ from pathlib import PurePosixPath
 
 from ingest.passwords import PasswordLine
 from schemas.errors import DocumentError
-from schemas.records import DocStatus, DocumentRecord, MediaType, ParsedDocument
+from schemas.limits import DocumentLimits
+from schemas.records import DocStatus, DocumentRecord, MediaType, OcrMode, OcrSettings, ParsedDocument
 
-PARSER_VERSION = 2  # bump when a parser would give other text for the same bytes (2: HTML source_url)
+# Bump when a parser would give other text or maps for the same bytes (2: HTML source_url;
+# 3: PDF hidden-text runs, OCR of pages without a usable text layer).
+PARSER_VERSION = 3
 
 SUFFIXES = {
     ".pdf": MediaType.PDF,
@@ -46,11 +49,20 @@ class ParseOutcome:
 
 
 def parse_document(
-    source: bytes, doc_id: str, media_type: MediaType, max_bytes: int, *, passwords: Sequence[PasswordLine] = ()
+    source: bytes,
+    doc_id: str,
+    media_type: MediaType,
+    limits: DocumentLimits = DocumentLimits(),
+    ocr: OcrSettings = OcrSettings(),
+    *,
+    passwords: Sequence[PasswordLine] = (),
 ) -> ParseOutcome:
     """Parse one file's bytes; every outcome, failures included, is a document record.
 
-    ``passwords``: the --passwords lines that match this document (PDF only)."""
+    Over one of ``limits`` (bytes, pages, characters of text) the record is an error with the reason.
+    ``ocr`` says which PDF pages are read by OCR (``ingest.pdf_ocr``); ``passwords``: the
+    --passwords lines that match this document (PDF only).
+    """
     base = dict(
         doc_id=doc_id,
         source_sha256=hashlib.sha256(source).hexdigest(),
@@ -59,22 +71,25 @@ def parse_document(
     )
     if not source:
         return ParseOutcome(_failed(base, DocStatus.EMPTY, "empty file (0 bytes)"), None)
-    if len(source) > max_bytes:
-        reason = f"file too large: {len(source):,} bytes, the limit is {max_bytes:,} (--max-file-mb)"
+    if len(source) > limits.max_file_bytes:
+        reason = f"file too large: {len(source):,} bytes, the limit is {limits.max_file_bytes:,} (--max-file-mb)"
         return ParseOutcome(_failed(base, DocStatus.ERROR, reason), None)
     try:
-        parsed = _parser(media_type, passwords)(source, doc_id)
+        parsed = _parser(media_type, limits, ocr, passwords)(source, doc_id)
     except DocumentError as exc:
         return ParseOutcome(_failed(base, DocStatus.ERROR, exc.message), None)
-    return ParseOutcome(_parsed_record(base, parsed), parsed)
+    if len(parsed.text) > limits.max_chars:
+        reason = f"{len(parsed.text):,} characters of text, over the limit of {limits.max_chars:,} (--max-chars)"
+        return ParseOutcome(_failed(base, DocStatus.ERROR, reason), None)
+    return ParseOutcome(_parsed_record(base, parsed, ocr), parsed)
 
 
-def _parser(media_type: MediaType, passwords: Sequence[PasswordLine] = ()):
+def _parser(media_type: MediaType, limits: DocumentLimits, ocr: OcrSettings, passwords: Sequence[PasswordLine] = ()):
     # Imported on use: a worker parsing only text files never loads PyMuPDF.
     if media_type is MediaType.PDF:
         from ingest.pdf import parse_pdf
 
-        return functools.partial(parse_pdf, passwords=passwords)
+        return lambda source, doc_id: parse_pdf(source, doc_id, ocr, max_pages=limits.max_pages, passwords=passwords)
     if media_type is MediaType.HTML:
         from ingest.html import parse_html
 
@@ -97,11 +112,12 @@ def _failed(base: dict, status: DocStatus, reason: str) -> DocumentRecord:
     )
 
 
-def _parsed_record(base: dict, parsed: ParsedDocument) -> DocumentRecord:
+def _parsed_record(base: dict, parsed: ParsedDocument, ocr: OcrSettings) -> DocumentRecord:
     status, error = DocStatus.OK, ""
     if parsed.pages and parsed.pages_without_text == parsed.n_pages:
         status = DocStatus.NO_TEXT
-        error = f"no text layer on any of its {parsed.n_pages} pages (scanned or image-only; OCR it first)"
+        how = "OCR found no text either" if ocr.mode is not OcrMode.OFF else "build with --ocr to read it"
+        error = f"no text layer on any of its {parsed.n_pages} pages (scanned or image-only; {how})"
     elif not parsed.text.strip():
         status, error = DocStatus.EMPTY, "no text"
     return DocumentRecord(

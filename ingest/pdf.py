@@ -26,12 +26,12 @@ as UTF-8, so no ``doc_version`` and no Parquet string).
 
 from __future__ import annotations
 
+import bisect
 import dataclasses
 import gc
 import re
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass
 from itertools import chain, compress
 from operator import itemgetter
 
@@ -39,12 +39,13 @@ import numpy as np
 import pymupdf
 
 from ingest.passwords import PasswordLine
-from schemas.errors import CorruptDocumentError, EncryptedDocumentError
-from schemas.records import MediaType, ParsedDocument, PdfCharRun, PdfPage
+from ingest.pdf_ocr import OcrSettings, read_pages
+from ingest.pdf_page import BLOCK_SEPARATOR, EMPTY_PAGE, LINE_SEPARATOR, PAGE_SEPARATOR, PageText
+from ingest.pdf_visibility import hidden_codes, hidden_runs, styles_of_spans
+from schemas.errors import CorruptDocumentError, DocumentTooLargeError, EncryptedDocumentError
+from schemas.records import HiddenRun, MediaType, ParsedDocument, PdfCharRun, PdfPage
 
-PAGE_SEPARATOR = "\f"
-LINE_SEPARATOR = "\n"
-BLOCK_SEPARATOR = "\n\n"
+__all__ = ["BLOCK_SEPARATOR", "LINE_SEPARATOR", "PAGE_SEPARATOR", "TEXT_FLAGS", "OcrSettings", "parse_pdf"]
 
 # No TEXT_DEHYPHENATE, no TEXT_USE_CID_FOR_UNKNOWN_UNICODE (a CID is a font-internal
 # number, not text: glyphs without a mapping come out as U+FFFD), no images.
@@ -54,6 +55,9 @@ TEXT_FLAGS = (
     | pymupdf.TEXT_PRESERVE_WHITESPACE
     | getattr(pymupdf, "TEXT_CLIP", pymupdf.TEXT_MEDIABOX_CLIP)
 )
+# The same text without the clip: the difference in characters is what TEXT_CLIP left out.
+_UNCLIPPED_FLAGS = TEXT_FLAGS & ~getattr(pymupdf, "TEXT_CLIP", pymupdf.TEXT_MEDIABOX_CLIP)
+_WHITESPACE = re.compile(r"\s")
 
 # Errors MuPDF surfaces through PyMuPDF while opening or reading a damaged file.
 _MUPDF_ERRORS = (RuntimeError, ValueError, pymupdf.mupdf.FzErrorBase)
@@ -71,7 +75,10 @@ _char_bbox = itemgetter("bbox")
 _char_is_synthetic = itemgetter("synthetic")
 
 
-def parse_pdf(source: bytes, doc_id: str, *, passwords: Sequence[PasswordLine] = ()) -> ParsedDocument:
+def parse_pdf(
+    source: bytes, doc_id: str, ocr: OcrSettings | None = None, *, max_pages: int | None = None,
+    passwords: Sequence[PasswordLine] = (),
+) -> ParsedDocument:
     """Parse PDF bytes into the document text, its pages and the glyph boxes of its characters.
 
     ``passwords`` are tried in order when the file needs a user password; one that
@@ -80,8 +87,12 @@ def parse_pdf(source: bytes, doc_id: str, *, passwords: Sequence[PasswordLine] =
 
     Raises ``EncryptedDocumentError`` when a user password is needed (and none given opens it) and
     ``CorruptDocumentError`` when MuPDF cannot open the file, it has no pages, or
-    no page can be read. Pages without a text layer are not an error: they have
-    ``has_text=False`` and a warning names them.
+    no page can be read, and ``DocumentTooLargeError`` when it has more than ``max_pages``
+    (before any page is read). Pages without a text layer are not an error: they have
+    ``has_text=False`` and a warning names them. With ``ocr`` (see
+    ``ingest.pdf_ocr``), Tesseract reads the pages it selects, and their text
+    and boxes come from OCR (``PdfPage.ocr``, ``PdfCharRun.ocr_confidence``).
+    Text a reader cannot see is in ``hidden_runs`` (see ``ingest.pdf_visibility``).
 
     >>> doc = pymupdf.open()
     >>> _ = doc.new_page().insert_text((72, 72), "Hi there")
@@ -94,7 +105,11 @@ def parse_pdf(source: bytes, doc_id: str, *, passwords: Sequence[PasswordLine] =
     with _quiet_mupdf():
         doc, unlocked = _open_pdf(bytes(source), doc_id, passwords)
         try:
-            parsed = _parse_open_document(doc, doc_id)
+            if max_pages is not None and doc.page_count > max_pages:
+                raise DocumentTooLargeError(
+                    f"{doc.page_count:,} pages, over the limit of {max_pages:,} (--max-pages)", doc_id=doc_id
+                )
+            parsed = _parse_open_document(doc, doc_id, ocr or OcrSettings())
             if unlocked:
                 decrypted = doc.tobytes(encryption=pymupdf.PDF_ENCRYPT_NONE)
         finally:
@@ -186,7 +201,7 @@ def _with_mupdf_detail(message: str) -> str:
     return f"{message} ({detail})" if detail else message
 
 
-def _parse_open_document(doc: pymupdf.Document, doc_id: str) -> ParsedDocument:
+def _parse_open_document(doc: pymupdf.Document, doc_id: str, ocr: OcrSettings) -> ParsedDocument:
     try:
         n_pages = doc.page_count
         metadata = doc.metadata or {}
@@ -198,15 +213,11 @@ def _parse_open_document(doc: pymupdf.Document, doc_id: str) -> ParsedDocument:
     if n_pages == 0:
         raise CorruptDocumentError(_with_mupdf_detail("the document has no pages"), doc_id=doc_id)
 
-    page_texts: list[str] = []
-    pages: list[PdfPage] = []
-    char_runs: list[PdfCharRun] = []
+    # Every page's text layer first: OCR decides which pages to read from all of them.
+    sizes: list[tuple[float, float, int, str]] = []  # width, height, rotation, label
+    extracted: list[PageText | None] = []  # None: the page could not be read
     failures: list[tuple[int, Exception]] = []
     warnings: list[str] = []
-    no_text_layer: list[int] = []
-    replaced: list[int] = []
-    unmapped: dict[int, int] = {}
-    offset = 0
     for number in range(1, n_pages + 1):
         width = height = 0.0
         rotation, label = 0, ""
@@ -214,32 +225,13 @@ def _parse_open_document(doc: pymupdf.Document, doc_id: str) -> ParsedDocument:
             page = doc.load_page(number - 1)
             width, height, rotation = page.rect.width, page.rect.height, page.rotation
             label = _SURROGATES.sub(_REPLACEMENT, page.get_label()) if has_labels else ""
-            extracted = _extract_page(page)
+            extracted.append(_extract_page(page))
         except _MUPDF_ERRORS as exc:
             failures.append((number, exc))
             if len(failures) <= _MAX_LISTED_PAGES:
                 warnings.append(_truncate(f"page {number}: could not extract text: {exc}"))
-            page_texts.append("")
-            pages.append(PdfPage(number, offset, offset, width, height, rotation, label, False))
-            offset += len(PAGE_SEPARATOR)
-            continue
-        end = offset + len(extracted.text)
-        pages.append(
-            PdfPage(number, offset, end, width, height, rotation, label, extracted.has_text)
-        )
-        char_runs.extend(
-            PdfCharRun(number, offset + start, offset + stop, boxes)
-            for start, stop, boxes in extracted.runs
-        )
-        page_texts.append(extracted.text)
-        if not extracted.has_text:
-            no_text_layer.append(number)
-        if extracted.n_replaced:
-            replaced.append(number)
-        if extracted.n_unmapped:
-            unmapped[number] = extracted.n_unmapped
-        offset = end + len(PAGE_SEPARATOR)
-
+            extracted.append(None)
+        sizes.append((width, height, rotation, label))
     if len(failures) == n_pages:
         number, exc = failures[0]
         raise CorruptDocumentError(
@@ -250,9 +242,43 @@ def _parse_open_document(doc: pymupdf.Document, doc_id: str) -> ParsedDocument:
     if len(failures) > _MAX_LISTED_PAGES:
         more = len(failures) - _MAX_LISTED_PAGES
         warnings.append(f"... and {more} more pages could not be extracted")
+    read = read_pages(doc, extracted, ocr)
+
+    page_texts: list[str] = []
+    pages: list[PdfPage] = []
+    char_runs: list[PdfCharRun] = []
+    hidden: list[HiddenRun] = []
+    no_text_layer: list[int] = []
+    replaced: list[int] = []
+    unmapped: dict[int, int] = {}
+    dropped: dict[int, int] = {}
+    offset = 0
+    for number, (width, height, rotation, label), text in zip(range(1, n_pages + 1), sizes, read.pages):
+        by_ocr = number in read.read
+        text = text or EMPTY_PAGE
+        end = offset + len(text.text)
+        pages.append(PdfPage(number, offset, end, width, height, rotation, label, text.has_text, by_ocr))
+        confidences = text.confidences or [None] * len(text.runs)
+        char_runs.extend(
+            PdfCharRun(number, offset + start, offset + stop, boxes, confidence)
+            for (start, stop, boxes), confidence in zip(text.runs, confidences)
+        )
+        hidden.extend(HiddenRun(offset + r.start, offset + r.end, r.reason) for r in text.hidden)
+        page_texts.append(text.text)
+        if not text.has_text:
+            no_text_layer.append(number)
+        if text.n_replaced:
+            replaced.append(number)
+        if text.n_unmapped:
+            unmapped[number] = text.n_unmapped
+        if text.n_dropped:
+            dropped[number] = text.n_dropped
+        offset = end + len(PAGE_SEPARATOR)
+
     if no_text_layer:
         listed = _page_list(no_text_layer)
         warnings.append(f"{len(no_text_layer)} of {n_pages} pages have no text layer: {listed}")
+    warnings.extend(read.warnings)
     if unmapped:
         warnings.append(
             f"{sum(unmapped.values())} characters have no Unicode mapping (U+FFFD) "
@@ -263,6 +289,13 @@ def _parse_open_document(doc: pymupdf.Document, doc_id: str) -> ParsedDocument:
             "form feeds or lone surrogates in the text layer replaced by U+FFFD "
             f"on pages {_page_list(replaced)}"
         )
+    if dropped:
+        warnings.append(
+            f"{sum(dropped.values())} glyphs outside the crop box or a clip path left out "
+            f"on pages {_page_list(list(dropped))}"
+        )
+    if hidden:
+        warnings.append(_hidden_summary(hidden, pages))
     title = metadata.get("title") or ""
     return ParsedDocument(
         doc_id=doc_id,
@@ -272,7 +305,20 @@ def _parse_open_document(doc: pymupdf.Document, doc_id: str) -> ParsedDocument:
         pages=tuple(pages),
         char_runs=tuple(char_runs),
         warnings=tuple(warnings),
+        hidden_runs=tuple(hidden),
     )
+
+
+def _hidden_summary(hidden: list[HiddenRun], pages: list[PdfPage]) -> str:
+    """One warning: how many hidden characters, for which reasons, on which pages."""
+    by_reason: dict[str, int] = {}
+    on_pages: set[int] = set()
+    starts = [p.start for p in pages]
+    for run in hidden:
+        by_reason[run.reason.value] = by_reason.get(run.reason.value, 0) + run.end - run.start
+        on_pages.add(bisect.bisect_right(starts, run.start))
+    reasons = ", ".join(f"{reason} {count}" for reason, count in sorted(by_reason.items()))
+    return f"hidden text: {sum(by_reason.values())} characters ({reasons}) on pages {_page_list(sorted(on_pages))}"
 
 
 def _page_list(numbers: list[int]) -> str:
@@ -282,23 +328,15 @@ def _page_list(numbers: list[int]) -> str:
     return listed
 
 
-@dataclass(frozen=True, slots=True)
-class _PageText:
-    text: str  # the page's slice of the document text
-    runs: list[tuple[int, int, np.ndarray]]  # page-relative [start, end) and glyph boxes
-    has_text: bool
-    n_replaced: int  # form feeds and lone surrogates turned into U+FFFD
-    n_unmapped: int  # U+FFFD the text layer itself yields
-
-
-def _extract_page(page: pymupdf.Page) -> _PageText:
-    """One page: its text (no page separator) and its runs of real characters."""
+def _extract_page(page: pymupdf.Page) -> PageText:
+    """One page: its text (no page separator), its runs of real characters, its hidden text."""
     rect = page.rect
     rotation_matrix = page.rotation_matrix
     raw = page.get_text("rawdict", flags=TEXT_FLAGS)
 
     # Flatten the characters of every non-empty line, remembering where lines end and their block.
     chars: list[dict] = []
+    spans: list[dict] = []  # in the order their characters are in `chars`
     line_ends: list[int] = []
     line_blocks: list[int] = []
     column = _Column()
@@ -308,7 +346,9 @@ def _extract_page(page: pymupdf.Page) -> _PageText:
         for line in block["lines"]:
             n_before = len(chars)
             for span in line["spans"]:
-                chars.extend(span["chars"])
+                if span["chars"]:
+                    chars.extend(span["chars"])
+                    spans.append(span)
             if len(chars) == n_before:
                 continue
             joins, same_block = column.follow(line, block_number)
@@ -318,7 +358,7 @@ def _extract_page(page: pymupdf.Page) -> _PageText:
                 line_ends.append(len(chars))
                 line_blocks.append(line_blocks[-1] if same_block else block_number)
     if not chars:
-        return _PageText("", [], False, 0, 0)
+        return dataclasses.replace(EMPTY_PAGE, n_dropped=_dropped_glyphs(page, ""))
 
     all_text = "".join(map(_char_text, chars))
     if len(all_text) != len(chars):
@@ -330,6 +370,7 @@ def _extract_page(page: pymupdf.Page) -> _PageText:
     visible = (
         (boxes[:, 2] >= 0) & (boxes[:, 0] <= width) & (boxes[:, 3] >= 0) & (boxes[:, 1] <= height)
     )
+    codes = hidden_codes(page, all_text, boxes, synthetic, styles_of_spans(spans))
     np.clip(boxes[:, 0::2], 0.0, width, out=boxes[:, 0::2])
     np.clip(boxes[:, 1::2], 0.0, height, out=boxes[:, 1::2])
     ends = np.array(line_ends)
@@ -344,9 +385,9 @@ def _extract_page(page: pymupdf.Page) -> _PageText:
     keep = visible & keep_line[line_of_char]
     if not keep.all():
         if not keep.any():
-            return _PageText("", [], False, 0, 0)
+            return dataclasses.replace(EMPTY_PAGE, n_dropped=_dropped_glyphs(page, ""))
         all_text = "".join(compress(all_text, keep.tolist()))
-        real, boxes, line_of_char = real[keep], boxes[keep], line_of_char[keep]
+        real, boxes, line_of_char, codes = real[keep], boxes[keep], line_of_char[keep], codes[keep]
         line_lengths = np.bincount(line_of_char, minlength=len(ends))[keep_line]
         blocks = blocks[keep_line]
         line_of_char = np.repeat(np.arange(len(blocks)), line_lengths)
@@ -389,7 +430,20 @@ def _extract_page(page: pymupdf.Page) -> _PageText:
         if not has_text and not text[start:stop].isspace():
             has_text = True
     n_unmapped = text.count(_REPLACEMENT) - n_replaced
-    return _PageText(text, runs, has_text, n_replaced, n_unmapped)
+    n_dropped = _dropped_glyphs(page, text)
+    hidden = hidden_runs(codes, char_offset, text) if codes.any() else []
+    return PageText(text, runs, has_text, n_replaced, n_unmapped, hidden, n_dropped)
+
+
+def _dropped_glyphs(page: pymupdf.Page, kept_text: str) -> int:
+    """Glyphs left out of the page's text: outside the crop box, or wholly outside the clip path (TEXT_CLIP)."""
+    everything = page.get_text("text", flags=_UNCLIPPED_FLAGS, clip=pymupdf.INFINITE_RECT())
+    return max(0, _glyphs(everything) - _glyphs(kept_text))
+
+
+def _glyphs(text: str) -> int:
+    """Characters of ``text`` that are not whitespace."""
+    return len(text) - len(_WHITESPACE.findall(text))
 
 
 class _Column:

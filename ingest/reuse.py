@@ -12,12 +12,13 @@ from dataclasses import dataclass
 import numpy as np
 
 from ingest.embed import Embedder, VectorQueue
+from ingest.ocr import describe
 from ingest.parse import PARSER_VERSION
 from ingest.previous import PublishedGeneration
 from ingest.write import GenerationWriter
 from schemas.errors import IndexFormatError
 from schemas.layout import IndexPaths, read_current
-from schemas.records import DocStatus, DocumentRecord
+from schemas.records import DocStatus, DocumentRecord, OcrSettings
 from schemas.tables import DOCUMENT_MAP_TABLES, document_records
 
 MAP_TABLES = DOCUMENT_MAP_TABLES
@@ -48,9 +49,12 @@ class LiveGeneration:
             what
             for what, differs in [
                 ("embedding model", m.model_id != embedder.model_id or m.model_dim != embedder.dim),
+                # vectors of two backends are never mixed in one index: another one embeds anew
+                ("embedding backend", m.embed_backend != str(embedder.backend)),
                 ("chunker settings", m.chunker != settings.chunker),
                 ("normaliser version", m.normalizer_version != normalizer_version),
                 ("parser version", m.parser_version != PARSER_VERSION),
+                ("OCR settings", m.ocr != describe(settings.ocr or OcrSettings())),
             ]
             if differs
         ]

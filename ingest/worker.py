@@ -3,10 +3,16 @@
 Workers never load torch: they need PyMuPDF, the HTML parser and the model's
 tokenizer only. What they return is compact (Arrow tables, not Python
 objects per glyph) so that shipping it to the embedding process is cheap.
+
+A worker on this machine reads the file and writes its text and source into
+the index folder itself. A worker with no index folder (``index_root=None``,
+on another machine) is handed the bytes and returns the files in its result,
+for the one process that writes the index to store (``store_document``).
 """
 
 from __future__ import annotations
 
+import bisect
 import dataclasses
 import hashlib
 import re
@@ -14,6 +20,7 @@ import time
 import traceback
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pyarrow as pa
 
@@ -27,16 +34,39 @@ from ingest.spill import spill_path, write_spill
 from ingest.write import ROW_GROUP_ROWS
 from schemas.errors import IndexWriteError
 from schemas.layout import IndexPaths
-from schemas.records import ChunkerSettings, DocStatus, DocumentRecord, HtmlRuns, MediaType, ParsedDocument
-from schemas.tables import chunks_table, hidden_text_table, html_map_table, pdf_chars_table, pdf_pages_table
+from schemas.limits import MAX_DOC_CHARS, MAX_PDF_PAGES, DocumentLimits
+from schemas.records import (
+    ChunkerSettings,
+    DocStatus,
+    DocumentRecord,
+    HtmlRuns,
+    MediaType,
+    OcrSettings,
+    ParsedDocument,
+)
+from schemas.tables import (
+    chunks_table,
+    hidden_text_table,
+    html_boxes_table,
+    html_map_table,
+    pdf_chars_table,
+    pdf_pages_table,
+)
+
+if TYPE_CHECKING:
+    from ingest.html_layout import HtmlLayout, LayoutStats
 
 
 @dataclass(frozen=True, slots=True)
 class WorkerSettings:
     model: ModelInfo
     chunker: ChunkerSettings
-    index_root: Path
+    index_root: Path | None  # None: the result carries the files to store (a worker with no index folder)
     max_file_bytes: int
+    max_pages: int = MAX_PDF_PAGES
+    max_chars: int = MAX_DOC_CHARS
+    html_layout: bool = False  # lay HTML pages out in a browser (boxes, hidden text)
+    ocr: OcrSettings = OcrSettings()  # resolved by the build: OFF where Tesseract is missing
     corpus_root: str | None = None  # resolved; a file must lie inside it (None: --follow-symlinks)
     passwords: Passwords = Passwords()  # --passwords: tried on encrypted PDFs whose doc_id they match
     spill_dir: Path | None = None  # where tables over a row group go (None: always with the result)
@@ -51,6 +81,16 @@ class FileJob:
     id_note: str = ""  # why doc_id is not the file's name as it is (ingest.corpus.safe_doc_id)
 
 
+@dataclass(frozen=True, slots=True, eq=False)
+class DocumentFiles:
+    """What one document adds to the index's texts/ and sources/ (content-addressed, written once)."""
+
+    text: str  # the document text (stored as UTF-8)
+    source_suffix: str
+    decoded_source: str | None = None  # HTML: the decoded source its map indexes (stored as UTF-8)
+    decrypted_source: bytes | None = None  # a PDF opened with --passwords, without its encryption
+
+
 @dataclass(slots=True, eq=False)
 class DocResult:
     doc_id: str
@@ -62,6 +102,8 @@ class DocResult:
     seconds: float = 0.0
     peak_rss_kb: int = 0  # the worker process's peak resident memory so far (0 where unknown)
     internal_error: str = ""  # traceback of an unexpected failure (a bug, not bad input)
+    layout: LayoutStats | None = None  # HTML laid out by the browser (--html-layout)
+    files: DocumentFiles | None = None  # to store, when the worker had no index folder
     write_error: str = ""  # the index could not be written (disk full, read-only): the build must stop
 
     @property
@@ -81,10 +123,19 @@ def init_worker(settings: WorkerSettings) -> None:
 
 def process_file(job: FileJob) -> DocResult:
     """Everything about one file that does not need the model, as one result."""
+    return _guarded(job, lambda settings: _process(job, settings))
+
+
+def process_source(job: FileJob, source: bytes) -> DocResult:
+    """``process_file`` for bytes read by another process, perhaps on another machine."""
+    return _guarded(job, lambda settings: _process_source(job, [source], settings))
+
+
+def _guarded(job: FileJob, work) -> DocResult:
     assert _settings is not None, "init_worker was not called"
     started = time.perf_counter()
     try:
-        result = _with_id_note(_process(job, _settings), job)
+        result = _with_id_note(work(_settings), job)
     except IndexWriteError as exc:  # not this file's fault: the whole build stops
         result = DocResult(job.doc_id, _error_record(job, "not stored"), write_error=str(exc))
     except Exception as exc:  # a parser bug must not end the batch; the traceback is kept
@@ -141,7 +192,9 @@ def _error_record(job: FileJob, reason: str) -> DocumentRecord:
     )
 
 
-def _process(job: FileJob, settings: WorkerSettings) -> DocResult:
+def read_source(job: FileJob, settings: WorkerSettings) -> bytes | DocResult:
+    """The file's bytes; or its result when they need no parsing (too large, not a regular file
+    inside the corpus, unreadable, unchanged)."""
     try:
         source = read_corpus_file(job.path, settings.corpus_root, settings.max_file_bytes)
     except NotReadable as exc:
@@ -150,34 +203,67 @@ def _process(job: FileJob, settings: WorkerSettings) -> DocResult:
         return DocResult(job.doc_id, _error_record(job, f"cannot read the file: {exc.strerror or exc}"))
     if job.live_sha256 is not None and hashlib.sha256(source).hexdigest() == job.live_sha256:
         return DocResult(job.doc_id, None)
+    return source
 
+
+def _process(job: FileJob, settings: WorkerSettings) -> DocResult:
+    source = read_source(job, settings)
+    if isinstance(source, DocResult):
+        return source
+    held = [source]
+    del source  # held only by _process_source, which lets go of it once it is stored
+    return _process_source(job, held, settings)
+
+
+def _process_source(job: FileJob, held: list[bytes], settings: WorkerSettings) -> DocResult:
+    """The work on one file's bytes, ``held[0]``: taken out of ``held`` once stored, so that a
+    large file does not stay in memory while its text is chunked."""
+    limits = DocumentLimits(settings.max_file_bytes, settings.max_pages, settings.max_chars)
     passwords = settings.passwords.for_doc(job.doc_id) if job.media_type is MediaType.PDF else ()
-    outcome = parse_document(source, job.doc_id, job.media_type, settings.max_file_bytes, passwords=passwords)
+    outcome = parse_document(held[0], job.doc_id, job.media_type, limits, settings.ocr, passwords=passwords)
     record, parsed = outcome.record, outcome.parsed
     if parsed is None:
         return DocResult(job.doc_id, record)
     parsed = _encodable(parsed)
-    if record.status is DocStatus.OK:
-        _store(settings.index_root, job, source, record, parsed)
-    del source  # from here on, memory holds the text and its maps, not the file
-    tables, spilled = _map_tables(parsed, settings)
     if record.status is not DocStatus.OK:
+        tables, spilled = _map_tables(parsed, settings)
         return DocResult(job.doc_id, record, tables=tables, spilled=spilled)
+
+    layout = stats = None
+    if settings.html_layout and parsed.media_type is MediaType.HTML:
+        from ingest.html_layout import LayoutError, LayoutStats, shared_browser  # only where it runs
+
+        try:
+            layout = shared_browser().layout(parsed)
+        except LayoutError as exc:  # the document is indexed all the same, without boxes
+            record = _warn(record, f"HTML layout failed: {exc.message}")
+            stats = LayoutStats(failed=1)
+        else:
+            parsed = dataclasses.replace(parsed, hidden_runs=layout.hidden_runs)  # the browser's verdicts
+            stats = LayoutStats.of(layout)
+    # Texts are str: written as UTF-8 in pieces (ingest.publish), never as a whole UTF-8 copy.
+    files = DocumentFiles(parsed.text, job.path.suffix, parsed.decoded_source, parsed.decrypted_source)
+    if settings.index_root is not None:
+        store_document(settings.index_root, record, held.pop(), files)
+        files = None
+    tables, spilled = _map_tables(parsed, settings, layout)
     # Chunking needs the text, its pages and hidden runs; the maps are on their way already.
     parsed = dataclasses.replace(parsed, char_runs=(), html_runs=(), decoded_source=None, decrypted_source=None)
 
     spans = chunk_spans(parsed.text, _tokenizer, settings.chunker, parsed.hidden_runs)
     chunks = make_chunks(parsed, spans)
+    if layout is not None:
+        chunks = _layout_pages(chunks, layout)
     n_hidden = sum(run.end - run.start for run in parsed.hidden_runs)
     record = dataclasses.replace(record, n_chunks=len(chunks), n_hidden_chars=n_hidden)
     # A spilled chunk table carries the texts to embed as a column of its own.
-    if settings.spill_dir is not None and len(chunks) > SPILL_ROWS["chunks"]:
+    if _spills(settings) and len(chunks) > SPILL_ROWS["chunks"]:
         step = _piece_rows("chunks")
         pieces = (chunks_table(chunks[a : a + step]).append_column(
                   EMBED_TEXT, pa.array([s.embed_text for s in spans[a : a + step]], pa.string()))
                   for a in range(0, len(chunks), step))
         spilled["chunks"] = _spill(settings, job.doc_id, "chunks", pieces)
-        return DocResult(job.doc_id, record, tables=tables, spilled=spilled)
+        return DocResult(job.doc_id, record, tables=tables, spilled=spilled, layout=stats, files=files)
     return DocResult(
         job.doc_id,
         record,
@@ -185,7 +271,30 @@ def _process(job: FileJob, settings: WorkerSettings) -> DocResult:
         embed_texts=[s.embed_text for s in spans],
         tables=tables,
         spilled=spilled,
+        layout=stats,
+        files=files,
     )
+
+
+def _warn(record: DocumentRecord, warning: str) -> DocumentRecord:
+    return dataclasses.replace(record, warning="; ".join(w for w in (record.warning, warning) if w))
+
+
+def _layout_pages(chunks: list, layout: HtmlLayout) -> list:
+    """Chunks of a laid-out HTML page with the first and last page their boxes are on."""
+    if not layout.char_runs:
+        return chunks
+    starts = [r.start for r in layout.char_runs]
+    ends = [r.end for r in layout.char_runs]
+    out = []
+    for chunk in chunks:
+        first = bisect.bisect_right(ends, chunk.start)
+        last = bisect.bisect_left(starts, chunk.end)
+        pages = [layout.char_runs[i].page for i in range(first, last)]
+        if pages:
+            chunk = dataclasses.replace(chunk, page_start=min(pages), page_end=max(pages))
+        out.append(chunk)
+    return out
 
 
 EMBED_TEXT = "embed_text"  # a column of spilled chunk tables only: what the model embeds
@@ -194,19 +303,25 @@ EMBED_TEXT = "embed_text"  # a column of spilled chunk tables only: what the mod
 SPILL_ROWS = dict(ROW_GROUP_ROWS)
 
 
+def _spills(settings: WorkerSettings) -> bool:
+    """Whether large tables go through spill files: only for a worker that writes the index."""
+    return settings.spill_dir is not None and settings.index_root is not None
+
+
 def _piece_rows(table_name: str) -> int:
     """Rows per record batch of a spilled table: a row group, or fewer where SPILL_ROWS is lower."""
     return max(1, min(SPILL_ROWS[table_name], ROW_GROUP_ROWS[table_name]))
 
 
-def _map_tables(parsed: ParsedDocument, settings: WorkerSettings) -> tuple[dict[str, pa.Table], dict[str, Path]]:
+def _map_tables(parsed: ParsedDocument, settings: WorkerSettings,
+                layout: HtmlLayout | None = None) -> tuple[dict[str, pa.Table], dict[str, Path]]:
     """The offset-map rows of a document: with the result, or spilled to disk when over a row group."""
     doc_id, version = parsed.doc_id, parsed.doc_version
     tables: dict[str, pa.Table] = {}
     spilled: dict[str, Path] = {}
 
     def add(name: str, n_rows: int, rows_table) -> None:
-        if settings.spill_dir is not None and n_rows > SPILL_ROWS[name]:
+        if _spills(settings) and n_rows > SPILL_ROWS[name]:
             step = _piece_rows(name)
             pieces = (rows_table(a, min(a + step, n_rows)) for a in range(0, n_rows, step))
             spilled[name] = _spill(settings, doc_id, name, pieces)
@@ -222,6 +337,9 @@ def _map_tables(parsed: ParsedDocument, settings: WorkerSettings) -> tuple[dict[
     if parsed.hidden_runs:
         add("hidden_text", len(parsed.hidden_runs),
             lambda a, b: hidden_text_table(doc_id, version, parsed.hidden_runs[a:b]))
+    if layout is not None:
+        add("html_boxes", len(layout.char_runs),
+            lambda a, b: html_boxes_table(doc_id, version, layout.char_runs[a:b]))
     return tables, spilled
 
 
@@ -234,16 +352,16 @@ def _spill(settings: WorkerSettings, doc_id: str, table_name: str, pieces) -> Pa
     return path
 
 
-def _store(root: Path, job: FileJob, source: bytes, record: DocumentRecord, parsed: ParsedDocument) -> None:
+def store_document(root: Path, record: DocumentRecord, source: bytes, files: DocumentFiles) -> None:
     """Texts and sources are content-addressed and shared by generations: write once."""
     paths = IndexPaths(root)
-    files = [(paths.text(record.doc_version), parsed.text),  # text is written in pieces: no UTF-8 copy of it
-             (paths.source(record.source_sha256, job.path.suffix), source)]
-    if parsed.decoded_source is not None:
-        files.append((paths.decoded_source(record.source_sha256), parsed.decoded_source))
-    if parsed.decrypted_source is not None:
-        files.append((paths.decrypted_source(record.source_sha256), parsed.decrypted_source))
-    for path, data in files:
+    written = [(paths.text(record.doc_version), files.text),
+               (paths.source(record.source_sha256, files.source_suffix), source)]
+    if files.decoded_source is not None:
+        written.append((paths.decoded_source(record.source_sha256), files.decoded_source))
+    if files.decrypted_source is not None:
+        written.append((paths.decrypted_source(record.source_sha256), files.decrypted_source))
+    for path, data in written:
         try:
             write_once(path, data)
         except OSError as exc:

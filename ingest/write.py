@@ -1,4 +1,4 @@
-"""Write one generation: Parquet tables in row groups, vectors, FAISS, manifest.
+"""Write one generation: Parquet tables in row groups, vectors, FAISS, the lexical index, manifest.
 
 Rows stream in as documents are processed and leave memory in row groups, so
 a build holds one batch of rows per table, not the corpus. Nothing here is
@@ -12,6 +12,7 @@ import contextlib
 import dataclasses
 import hashlib
 import os
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -19,13 +20,15 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from ingest.lexical import TOKENIZER_VERSION, lexical_texts, write_lexical
 from ingest.publish import fsync_dir, fsync_file
-from schemas.layout import FAISS_FILE, GENERATION_FILES, MANIFEST, TABLE_FILES, VECTORS_FILE
+from schemas.layout import FAISS_FILE, GENERATION_FILES, LEXICAL_FILE, MANIFEST, TABLE_FILES, VECTORS_FILE
 from schemas.manifest import manifest_to_json
 from schemas.records import DocumentRecord, Manifest
 from schemas.tables import SCHEMAS, documents_table, with_metadata
 
-ROW_GROUP_ROWS = {"chunks": 4096, "pdf_chars": 65536, "pdf_pages": 65536, "html_map": 65536, "hidden_text": 65536}
+ROW_GROUP_ROWS = {"chunks": 4096, "pdf_chars": 65536, "pdf_pages": 65536, "html_map": 65536, "hidden_text": 65536,
+                  "html_boxes": 65536}
 
 
 class GenerationWriter:
@@ -43,6 +46,7 @@ class GenerationWriter:
         self._vectors = open(gen_dir / VECTORS_FILE, "wb")
         self.n_vectors = 0
         self.n_rows = {name: 0 for name in ROW_GROUP_ROWS}
+        self.lexical_seconds = 0.0
 
     def add_document(self, record: DocumentRecord) -> None:
         self._documents.append(record)
@@ -93,7 +97,7 @@ class GenerationWriter:
         return self._writers[table_name]
 
     def finish(self, manifest: Manifest, faiss_index) -> Manifest:
-        """Close every table, write FAISS and the manifest, and fsync it all."""
+        """Close every table, write FAISS, the lexical index and the manifest, and fsync it all."""
         import faiss
 
         for name in ROW_GROUP_ROWS:
@@ -114,17 +118,29 @@ class GenerationWriter:
         with _naming(self.gen_dir / FAISS_FILE), open(self.gen_dir / FAISS_FILE, "wb") as out:
             # Through Python, not faiss.write_index(path): a full disk is then an OSError with its errno.
             faiss.write_index(faiss_index, faiss.PyCallbackIOWriter(lambda block: out.write(block), 1 << 20))
+        started = time.perf_counter()
+        with _naming(self.gen_dir / LEXICAL_FILE):
+            write_lexical(self.gen_dir / LEXICAL_FILE, self._chunk_texts(), self.model_id, self.dim)
+        self.lexical_seconds = time.perf_counter() - started
         checksums = {
             name: file_sha256(self.gen_dir / name)
-            for name in GENERATION_FILES
+            for name in (*GENERATION_FILES, LEXICAL_FILE)
         }
-        manifest = dataclasses.replace(manifest, table_sha256=checksums)
+        manifest = dataclasses.replace(manifest, table_sha256=checksums, lexical_tokenizer_version=TOKENIZER_VERSION)
         with _naming(self.gen_dir / MANIFEST):
             (self.gen_dir / MANIFEST).write_text(manifest_to_json(manifest), encoding="utf-8")
         for name in [*checksums, MANIFEST]:
             fsync_file(self.gen_dir / name)
         fsync_dir(self.gen_dir)
         return manifest
+
+    def _chunk_texts(self):
+        """The visible text of every chunk written, in vector_id order (row order), read back by
+        row group: the lexical index is rebuilt from them, carried-over chunks included (its weights
+        depend on the whole corpus), as FAISS is rebuilt from all vectors."""
+        chunks = pq.ParquetFile(self.gen_dir / TABLE_FILES["chunks"])
+        hidden = pq.read_table(self.gen_dir / TABLE_FILES["hidden_text"])
+        yield from lexical_texts(chunks.iter_batches(columns=["doc_id", "start", "text", "n_hidden"]), hidden)
 
     def abort(self) -> None:
         """Close what is open, as well as a failing disk allows: the folder is removed next."""
@@ -154,4 +170,4 @@ def file_sha256(path: Path) -> str:
     return digest.hexdigest()
 
 
-assert set(ROW_GROUP_ROWS) | {"documents"} == set(SCHEMAS)
+assert set(ROW_GROUP_ROWS) | {"documents", "lexical"} == set(SCHEMAS)

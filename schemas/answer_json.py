@@ -1,21 +1,25 @@
 """Read a model's answer: the Answer shape, camelCase or snake_case.
 
-A file that is not an answer at all is an AnswerFormatError. A malformed
-claim or support is kept, with its error, so that it is reported (and never
-verified) while the rest of the answer is checked. ``answer_json_schema()``
-documents the shape for clients.
+A file that is not an answer at all, or is over a limit (``schemas.limits.AnswerLimits``:
+size, claims), is an AnswerFormatError. A malformed claim or support is kept, with its
+error, so that it is reported (and never verified) while the rest of the answer is
+checked: a claim whose text or a quote that holds a lone surrogate (not Unicode text, and
+not writable as UTF-8) is one, written with U+FFFD in its place; so is a quote over the
+length limit. Identifiers with a lone surrogate are kept, with U+FFFD in its place.
+``answer_json_schema()`` documents the shape for clients.
 """
 
 from __future__ import annotations
 
 import functools
-import json
 import math
 from pathlib import Path
 
 from schemas.citations import Answer, Claim, Support
 from schemas.errors import AnswerFormatError
+from schemas.json_input import loads, lone_surrogate, replace_surrogates
 from schemas.json_schema import json_schema_document
+from schemas.limits import MIB, AnswerLimits
 
 # What an answer must give; everything else may be left out. ``error`` is ours, not the model's.
 REQUIRED = {Answer: ("claims",), Claim: ("text",), Support: ("chunk_id", "quote")}
@@ -36,17 +40,34 @@ def answer_json_schema() -> dict:
     return json_schema_document(Answer, description=ANSWER_DESCRIPTION, required=REQUIRED, omit=NOT_FROM_THE_MODEL)
 
 
-def load_answer(path: str | Path) -> Answer:
+def load_answer(path: str | Path, limits: AnswerLimits = AnswerLimits()) -> Answer:
+    """The answer in the file at ``path``; an AnswerFormatError (one line, naming it) when it is none."""
+    return parse_answer(loads(read_answer_bytes(path, limits), str(path)), where=str(path), limits=limits)
+
+
+def read_answer_bytes(path: str | Path, limits: AnswerLimits = AnswerLimits()) -> bytes:
+    """The bytes of an answer file (any answer format), refused over ``limits.max_bytes``."""
+    path = Path(path)
     try:
-        raw = json.loads(Path(path).read_bytes())
+        if path.is_dir():
+            raise AnswerFormatError(f"{path}: is a folder, not an answer file")
+        size = path.stat().st_size
+        if size > limits.max_bytes:
+            raise AnswerFormatError(
+                f"{path}: {size / MIB:.1f} MB, over the limit of {limits.max_bytes / MIB:g} MB for an answer (--max-answer-mb)"
+            )
+        with path.open("rb") as answer_file:  # read no more than the limit, whatever stat said
+            data = answer_file.read(limits.max_bytes + 1)
     except FileNotFoundError:
         raise AnswerFormatError(f"{path}: no such file") from None
-    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise AnswerFormatError(f"{path}: not valid JSON: {exc}") from None
-    return parse_answer(raw, where=str(path))
+    except OSError as exc:
+        raise AnswerFormatError(f"{path}: cannot read: {exc.strerror or exc}") from None
+    if len(data) > limits.max_bytes:
+        raise AnswerFormatError(f"{path}: over the limit of {limits.max_bytes / MIB:g} MB for an answer (--max-answer-mb)")
+    return data
 
 
-def parse_answer(raw: object, where: str = "answer") -> Answer:
+def parse_answer(raw: object, where: str = "answer", limits: AnswerLimits = AnswerLimits()) -> Answer:
     """An Answer from decoded JSON.
 
     >>> parse_answer({"answerId": "a1", "claims": [{"claimId": "c1", "text": "t",
@@ -58,32 +79,40 @@ def parse_answer(raw: object, where: str = "answer") -> Answer:
     claims = _get(raw, "claims")
     if not isinstance(claims, list):
         raise AnswerFormatError(f"{where}: 'claims' must be a list")
+    if len(claims) > limits.max_claims:
+        raise AnswerFormatError(
+            f"{where}: {len(claims):,} claims, over the limit of {limits.max_claims:,} for an answer (--max-claims)"
+        )
     answer_id = _get(raw, "answer_id")
+    text = _get(raw, "text")
     return Answer(
-        answer_id=str(answer_id) if answer_id is not None else "",
-        claims=tuple(_claim(c, i) for i, c in enumerate(claims)),
-        text=_get(raw, "text") if isinstance(_get(raw, "text"), str) else "",
+        answer_id=_identifier(answer_id) if answer_id is not None else "",
+        claims=tuple(_claim(c, i, limits) for i, c in enumerate(claims)),
+        text=replace_surrogates(text) if isinstance(text, str) else "",
     )
 
 
-def _claim(raw: object, position: int) -> Claim:
+def _claim(raw: object, position: int, limits: AnswerLimits) -> Claim:
     fallback_id = f"#{position + 1}"
     if not isinstance(raw, dict):
         return Claim(fallback_id, "", error=f"claim {position + 1} is not an object")
     claim_id = _get(raw, "claim_id")
-    claim_id = str(claim_id) if claim_id not in (None, "") else fallback_id
+    claim_id = _identifier(claim_id) if claim_id not in (None, "") else fallback_id
     text = _get(raw, "text")
     if not isinstance(text, str):
         return Claim(claim_id, "", error="claim 'text' missing or not a string")
+    if lone_surrogate(text):
+        return Claim(claim_id, replace_surrogates(text),
+                     error=f"claim 'text' is not Unicode text: {lone_surrogate(text)} (written as U+FFFD)")
     support = _get(raw, "support")
     if support is None:
         support = []
     if not isinstance(support, list):
         return Claim(claim_id, text, error="'support' must be a list")
-    return Claim(claim_id, text, tuple(_support(s) for s in support))
+    return Claim(claim_id, text, tuple(_support(s, limits) for s in support))
 
 
-def _support(raw: object) -> Support:
+def _support(raw: object, limits: AnswerLimits) -> Support:
     if not isinstance(raw, dict):
         return Support("", "", error="a support must be an object with chunk_id and quote")
     chunk_id, quote = _get(raw, "chunk_id"), _get(raw, "quote")
@@ -91,10 +120,26 @@ def _support(raw: object) -> Support:
     rank = rank if isinstance(rank, int) and not isinstance(rank, bool) else None
     score = float(score) if isinstance(score, (int, float)) and not isinstance(score, bool) and math.isfinite(score) else None
     if not isinstance(chunk_id, str) or not chunk_id:
-        return Support("", quote if isinstance(quote, str) else "", rank, score, error="'chunk_id' missing or not a string")
+        quote = replace_surrogates(quote) if isinstance(quote, str) else ""
+        return Support("", quote, rank, score, error="'chunk_id' missing or not a string")
+    if lone_surrogate(chunk_id):
+        return Support(replace_surrogates(chunk_id), replace_surrogates(quote) if isinstance(quote, str) else "",
+                       rank, score, error=f"'chunk_id' is not Unicode text: {lone_surrogate(chunk_id)}")
     if not isinstance(quote, str):
         return Support(chunk_id, "", rank, score, error=f"'quote' must be a string, got {type(quote).__name__}")
+    if lone_surrogate(quote):
+        return Support(chunk_id, replace_surrogates(quote), rank, score,
+                       error=f"the quote is not Unicode text: {lone_surrogate(quote)} (written as U+FFFD); "
+                             "no document holds it")
+    if len(quote) > limits.max_quote_chars:
+        return Support(chunk_id, quote[: limits.max_quote_chars], rank, score,
+                       error=f"the quote has {len(quote):,} characters, over the limit of {limits.max_quote_chars:,} "
+                             f"(--max-quote-chars); kept here cut to the limit")
     return Support(chunk_id, quote, rank, score)
+
+
+def _identifier(value: object) -> str:
+    return replace_surrogates(str(value))
 
 
 def _get(raw: dict, snake: str):

@@ -98,7 +98,7 @@ class Placement:
     occurrences: int  # times the quote occurs in the chunk
     prefix: str  # up to 32 characters of document text before the quote
     suffix: str
-    page: int | None = None  # PDF
+    page: int | None = None  # PDF, and HTML laid out by a browser (build --html-layout)
     page_label: str = ""
     rects: tuple[Rect, ...] = ()
     src_start: int | None = None  # HTML: decoded-source range
@@ -107,6 +107,8 @@ class Placement:
     url: str = ""
     hidden_chars: int = 0  # characters of the quote a reader cannot see in the source
     hidden_reasons: tuple[HiddenReason, ...] = ()  # why (sorted, distinct)
+    ocr: bool = False  # PDF: some of the span was read by OCR from the page image
+    ocr_confidence: int | None = None  # then: the lowest word confidence (0-100) in the span
 
 
 @dataclass(frozen=True, slots=True)
@@ -138,6 +140,8 @@ class Citation:
     retrieved_rank: int | None = None
     retrieved_score: float | None = None
     found_elsewhere: int | None = None  # quote not in the chunk but verbatim at this doc offset
+    ocr: bool = False  # PDF: the quoted span (or, unverified, the cited chunk) was read by OCR
+    ocr_confidence: int | None = None  # then: the lowest Tesseract word confidence (0-100) in it
     offset_unit: str = OFFSET_UNIT
     error: str = ""
     drift: DriftStatus | None = None  # once a sweep has checked this citation

@@ -53,6 +53,10 @@ class EncryptedDocumentError(DocumentError):
     """The file needs a password."""
 
 
+class DocumentTooLargeError(DocumentError):
+    """The document is over one of the limits of ``schemas.limits`` (pages, characters)."""
+
+
 class EncodingError(DocumentError):
     """The bytes cannot be decoded as text in any plausible encoding."""
 
@@ -87,3 +91,11 @@ class ModelError(SpanindexError):
 
 class AnswerFormatError(SpanindexError):
     """An answer or citation file is not in a shape we accept."""
+
+
+class OcrError(SpanindexError):
+    """Tesseract is missing, cannot read the asked languages, or failed on a page."""
+
+
+class ClusterError(SpanindexError):
+    """A cluster cannot run the build: Ray is missing, or a node runs other code or another model."""

@@ -31,10 +31,12 @@ TABLE_FILES = {
     "pdf_pages": "pdf_pages.parquet",
     "html_map": "html_map.parquet",
     "hidden_text": "hidden_text.parquet",
+    "html_boxes": "html_boxes.parquet",
 }
 MANIFEST = "manifest.json"
 FAISS_FILE = "vectors.faiss"
 VECTORS_FILE = "vectors.f32"  # raw float32 rows by vector_id: the embedding cache of the next build
+LEXICAL_FILE = "lexical.parquet"  # BM25 postings by token; absent from generations built before it
 # Every file of a complete generation besides the manifest, in the order they are checked.
 GENERATION_FILES = (*TABLE_FILES.values(), FAISS_FILE, VECTORS_FILE)
 

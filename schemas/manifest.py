@@ -6,6 +6,7 @@ import dataclasses
 import json
 from pathlib import Path
 
+from schemas.ann import AnnParams
 from schemas.errors import IndexFormatError
 from schemas.layout import MANIFEST
 from schemas.records import ChunkerSettings, Manifest
@@ -28,9 +29,20 @@ def manifest_from_json(text: str, where: str = "manifest.json") -> Manifest:
         fields = {k: v for k, v in raw.items() if k in known}
         fields["chunker"] = ChunkerSettings(**raw["chunker"])
         fields["warnings"] = tuple(raw.get("warnings", ()))
+        if raw.get("ann") is not None:
+            fields["ann"] = AnnParams(**raw["ann"])
         return Manifest(**fields)
     except (ValueError, KeyError, TypeError) as exc:
         raise IndexFormatError(f"{where}: unreadable manifest: {exc}") from exc
+
+
+def ann_params(manifest: Manifest) -> AnnParams:
+    """The manifest's index and search parameters; for an index older than them, what its
+    factory string says, searched as it then was (16 lists of an inverted file)."""
+    if manifest.ann is not None:
+        return manifest.ann
+    nprobe = 16 if manifest.faiss_factory.startswith("IVF") else 0
+    return AnnParams(manifest.faiss_factory, nprobe=nprobe, requested=manifest.faiss_factory)
 
 
 def read_manifest(generation_dir: Path) -> Manifest:

@@ -17,6 +17,7 @@ from pathlib import Path
 
 from schemas.citations import Citation, ClaimRecord
 from schemas.errors import AnswerFormatError
+from schemas.json_input import JsonInputError, lone_surrogate, loads
 from schemas.json_schema import UNSET, field_types, json_schema_document, optional_vocabulary
 from schemas.records import HiddenReason, Rect
 
@@ -130,20 +131,49 @@ def _type_names(accepted: tuple[type, ...]) -> str:
 
 
 def read_records(path: str | Path) -> Iterator[tuple[int, ClaimRecord | None, str]]:
-    """(line number, record or None, error) for every non-empty line of a records file."""
+    """(line number, record or None, error) for every non-empty line of a records file.
+
+    A file that cannot be read at all is an AnswerFormatError (one line, naming it); a line
+    that is not a record (not JSON, too deep, a number out of range, a lone surrogate in
+    any string, a field of the wrong type) comes with its error, and the other lines are read.
+    """
+    path = Path(path)
     try:
-        lines = Path(path).read_bytes().decode("utf-8").splitlines()
+        if path.is_dir():
+            raise AnswerFormatError(f"{path}: is a folder, not a records file")
+        data = path.read_bytes()
     except FileNotFoundError:
         raise AnswerFormatError(f"{path}: no such file") from None
-    except UnicodeDecodeError as exc:
-        raise AnswerFormatError(f"{path}: not UTF-8: {exc}") from None
-    for number, line in enumerate(lines, start=1):
+    except OSError as exc:
+        raise AnswerFormatError(f"{path}: cannot read: {exc.strerror or exc}") from None
+    for number, line in enumerate(data.splitlines(), start=1):
         if not line.strip():
             continue
+        where = f"line {number}"
         try:
-            yield number, claim_record_from_json(json.loads(line)), ""
+            raw = loads(line, where)
+            surrogate = _first_surrogate(raw)
+            if surrogate:
+                raise ValueError(surrogate)
+            yield number, claim_record_from_json(raw), ""
+        except JsonInputError as exc:
+            yield number, None, str(exc)
         except (ValueError, KeyError, TypeError) as exc:
-            yield number, None, f"line {number}: not a citation record: {exc}"
+            yield number, None, f"{where}: not a citation record: {exc}"
+
+
+def _first_surrogate(value: object, field: str = "") -> str:
+    """Where the first string with a lone surrogate is in a decoded JSON value, or ""."""
+    if isinstance(value, str):
+        return f"{field or 'a string'} is not Unicode text: {lone_surrogate(value)}" if lone_surrogate(value) else ""
+    items = value.items() if isinstance(value, dict) else enumerate(value) if isinstance(value, list) else ()
+    for key, item in items:
+        if isinstance(key, str) and lone_surrogate(key):
+            return f"a key is not Unicode text: {lone_surrogate(key)}"
+        found = _first_surrogate(item, key if isinstance(key, str) else field)
+        if found:
+            return found
+    return ""
 
 
 def w3c_annotation(record: ClaimRecord, index_of_citation: int, citation: Citation) -> dict:

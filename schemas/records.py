@@ -13,6 +13,8 @@ from enum import StrEnum
 
 import numpy as np
 
+from schemas.ann import AnnParams
+
 
 class MediaType(StrEnum):
     PDF = "application/pdf"
@@ -54,6 +56,14 @@ class RunKind(StrEnum):
     SYNTHETIC = "synthetic"  # a separator the parser inserted: empty source range
 
 
+class OcrMode(StrEnum):
+    """Which pages of a PDF are read by OCR."""
+
+    OFF = "off"
+    AUTO = "auto"  # pages with no usable text layer (none, or one that is not text)
+    FORCE = "force"  # every page, its text layer set aside
+
+
 class HiddenReason(StrEnum):
     """Why a reader cannot see a run of document text (it stays in the text, out of embeddings)."""
 
@@ -62,6 +72,7 @@ class HiddenReason(StrEnum):
     TRANSPARENT = "transparent"  # opacity or alpha 0
     TINY = "tiny"  # font size below 1 pt (PDF) or 1 CSS px (HTML)
     CLIPPED = "clipped"  # clipped away (a clip path, overflow hidden)
+    COVERED = "covered"  # painted over by an opaque box or image that shows nothing of it (PDF)
     OFF_PAGE = "off_page"  # outside the page or positioned off the screen
     CSS_HIDDEN = "css_hidden"  # display:none or visibility:hidden (through a style sheet or inline)
     ARIA_HIDDEN = "aria_hidden"  # in an aria-hidden subtree with no visible box
@@ -94,6 +105,7 @@ class PdfPage:
     rotation: int
     label: str  # printed page label, "" where the PDF defines none
     has_text: bool
+    ocr: bool = False  # its text was read by OCR from the rendered page
 
 
 @dataclass(frozen=True, slots=True, eq=False)
@@ -101,13 +113,18 @@ class PdfCharRun:
     """Real characters [start, end) on one line of one page, each with its glyph box.
 
     ``glyph_boxes`` has shape (end - start, 4): x0, y0, x1, y1 in points, top-left
-    origin of the displayed page (rotation applied).
+    origin of the displayed page (rotation applied). The boxes of an HTML page's browser
+    layout (``html_boxes``) have this shape too, in CSS px of their page of the layout.
+    A run read by OCR has
+    ``ocr_confidence``: for each character, the confidence (0-100) Tesseract gave
+    its word; ``None`` for characters of a text layer.
     """
 
     page: int
     start: int
     end: int
     glyph_boxes: np.ndarray
+    ocr_confidence: np.ndarray | None = None  # uint8 (end - start,)
 
 
 @dataclass(frozen=True, slots=True)
@@ -268,6 +285,15 @@ class ChunkerSettings:
 
 
 @dataclass(frozen=True, slots=True)
+class OcrSettings:
+    """Which PDF pages a build reads by OCR, in which languages, at which resolution."""
+
+    mode: OcrMode = OcrMode.OFF
+    languages: str = "eng"  # Tesseract's syntax: "eng+deu+jpn"
+    dpi: int = 200
+
+
+@dataclass(frozen=True, slots=True)
 class Manifest:
     """manifest.json of one generation."""
 
@@ -286,7 +312,24 @@ class Manifest:
     table_sha256: dict[str, str] = field(default_factory=dict)  # file name -> sha256
     parser_version: int = 1
     model_path: str = ""  # where the model was loaded from (a local folder; never a hub)
+    ocr: str = "off"  # the OCR the PDFs were read with ("auto eng 200 dpi"); a change reparses them
     warnings: tuple[str, ...] = ()
+    # What ran the model (an EmbedBackend value; "torch" for indexes older than the field):
+    # every vector of a generation comes from it, and a build with another one embeds anew.
+    embed_backend: str = "torch"
+    embed_device: str = ""  # where it ran (cpu, cuda): the same vectors, recorded for the reader
+    ann: AnnParams | None = None  # the FAISS index and its search parameters (None: older, Flat)
+
+    html_layout: str = ""  # the browser that laid HTML pages out (html_boxes), "" where none did
+    lexical_tokenizer_version: int = 0  # of lexical.parquet; 0: the generation has none (built before it)
+
+
+class SearchMode(StrEnum):
+    """How a query is matched against chunks (``Index.search``, the CLI, the API, MCP)."""
+
+    DENSE = "dense"  # nearest vectors: cosine similarity of the embeddings
+    LEXICAL = "lexical"  # BM25 over the chunks' tokens
+    HYBRID = "hybrid"  # both rankings fused by reciprocal rank
 
 
 @dataclass(frozen=True, slots=True)
@@ -294,7 +337,7 @@ class SearchHit:
     """One retrieved chunk: where it is, and its exact text."""
 
     rank: int  # 1-based
-    score: float  # cosine similarity
+    score: float  # dense: cosine similarity; lexical: BM25 score; hybrid: reciprocal-rank-fusion score
     chunk_id: str
     doc_id: str
     doc_version: str
@@ -307,7 +350,8 @@ class SearchHit:
 
 @dataclass(frozen=True, slots=True)
 class Rect:
-    """A highlight rectangle on a displayed page: points, top-left origin."""
+    """A highlight rectangle on a displayed page, top-left origin: points (PDF), or CSS px of the
+    browser layout (HTML, its pages cut every ``schemas.tables.HTML_PAGE_HEIGHT`` px)."""
 
     page: int
     x0: float

@@ -30,7 +30,8 @@ from schemas.records import (
     RunKind,
 )
 
-FORMAT_VERSION = 3  # 2: documents.source_url; 3: hidden_text, chunks.n_hidden, documents.n_hidden_chars
+FORMAT_VERSION = 4  # 2: documents.source_url; 3: hidden_text, chunks.n_hidden, documents.n_hidden_chars;
+# 4: html_boxes, pdf_pages.ocr, pdf_chars.ocr_confidence
 META_TABLE = b"spanindex.table"
 META_FORMAT = b"spanindex.format_version"
 META_MODEL = b"spanindex.model_id"
@@ -85,8 +86,15 @@ PDF_CHARS = pa.schema(
         ("start", pa.int64()),
         ("end", pa.int64()),
         ("boxes", pa.list_(pa.float32())),
+        ("ocr_confidence", pa.list_(pa.uint8())),  # null for characters of a text layer
     ]
 )
+
+# The same shape as pdf_chars: per-character boxes of the browser layout of an HTML page
+# (CSS px, relative to the top of their page of HTML_PAGE_HEIGHT; see ingest.html_layout).
+HTML_BOXES = PDF_CHARS
+HTML_PAGE_WIDTH = 1280  # CSS px: the width the browser lays HTML pages out at
+HTML_PAGE_HEIGHT = 1600  # CSS px: the height of the pages its layout is cut into
 
 PDF_PAGES = pa.schema(
     [
@@ -100,6 +108,7 @@ PDF_PAGES = pa.schema(
         ("rotation", pa.int16()),
         ("label", pa.string()),
         ("has_text", pa.bool_()),
+        ("ocr", pa.bool_()),
     ]
 )
 
@@ -114,6 +123,17 @@ HTML_MAP = pa.schema(
         ("kind", pa.string()),
     ]
 )
+
+# BM25 postings, one row per token (ingest.lexical writes it, index.lexical reads it):
+# the chunks (vector_ids) that hold the token, and its BM25 weight in each.
+LEXICAL = pa.schema(
+    [
+        ("token", pa.string()),
+        ("vector_ids", pa.list_(pa.int32())),
+        ("weights", pa.list_(pa.float32())),
+    ]
+)
+META_LEXICAL = b"spanindex.lexical"  # JSON: tokenizer version, BM25 k1, b and method, chunk count
 
 HIDDEN_TEXT = pa.schema(
     [
@@ -132,10 +152,12 @@ SCHEMAS: dict[str, pa.Schema] = {
     "pdf_pages": PDF_PAGES,
     "html_map": HTML_MAP,
     "hidden_text": HIDDEN_TEXT,
+    "html_boxes": HTML_BOXES,
+    "lexical": LEXICAL,
 }
 # Tables whose rows belong to one document each, grouped by doc_id: carried over with an
 # unchanged document, checked against its text by fsck.
-DOCUMENT_MAP_TABLES = ("pdf_pages", "pdf_chars", "html_map", "hidden_text")
+DOCUMENT_MAP_TABLES = ("pdf_pages", "pdf_chars", "html_map", "hidden_text", "html_boxes")
 
 # Record type behind each table, and record field -> column where names differ.
 RECORD_TYPES: dict[str, tuple[type, dict[str, str]]] = {
@@ -145,6 +167,7 @@ RECORD_TYPES: dict[str, tuple[type, dict[str, str]]] = {
     "pdf_pages": (PdfPage, {}),
     "html_map": (HtmlRun, {}),
     "hidden_text": (HiddenRun, {}),
+    "html_boxes": (PdfCharRun, {"glyph_boxes": "boxes"}),
 }
 
 
@@ -252,6 +275,11 @@ def hidden_text_table(doc_id: str, doc_version: str, runs: Sequence[HiddenRun]) 
     return _records_table(runs, HIDDEN_TEXT, doc_id=doc_id, doc_version=doc_version)
 
 
+def html_boxes_table(doc_id: str, doc_version: str, runs: Sequence[PdfCharRun]) -> pa.Table:
+    """Character boxes of an HTML page's layout: runs on one line of one page, as ``pdf_chars``."""
+    return pdf_chars_table(doc_id, doc_version, runs)
+
+
 def pdf_chars_table(doc_id: str, doc_version: str, runs: Sequence[PdfCharRun]) -> pa.Table:
     n = len(runs)
     lengths = np.fromiter((4 * (r.end - r.start) for r in runs), dtype=np.int32, count=n)
@@ -263,6 +291,9 @@ def pdf_chars_table(doc_id: str, doc_version: str, runs: Sequence[PdfCharRun]) -
         else np.zeros(0, dtype=np.float32)
     )
     boxes = pa.ListArray.from_arrays(pa.array(offsets), pa.array(flat, type=pa.float32()))
+    confidence = pa.array(
+        [None if r.ocr_confidence is None else r.ocr_confidence.tolist() for r in runs], pa.list_(pa.uint8())
+    )
     return pa.Table.from_arrays(
         [
             pa.array([doc_id] * n, pa.string()),
@@ -271,6 +302,7 @@ def pdf_chars_table(doc_id: str, doc_version: str, runs: Sequence[PdfCharRun]) -
             pa.array([r.start for r in runs], pa.int64()),
             pa.array([r.end for r in runs], pa.int64()),
             boxes,
+            confidence,
         ],
         schema=PDF_CHARS,
     )
@@ -333,8 +365,12 @@ def pdf_char_runs(table: pa.Table) -> list[PdfCharRun]:
     boxes = table.column("boxes").combine_chunks()
     flat = boxes.values.to_numpy(zero_copy_only=False)
     offsets = boxes.offsets.to_numpy()
+    confidences = table.column("ocr_confidence").to_pylist()
     return [
-        PdfCharRun(p, s, e, flat[offsets[i] : offsets[i + 1]].reshape(-1, 4))
+        PdfCharRun(
+            p, s, e, flat[offsets[i] : offsets[i + 1]].reshape(-1, 4),
+            None if confidences[i] is None else np.asarray(confidences[i], dtype=np.uint8),
+        )
         for i, (p, s, e) in enumerate(zip(pages, starts, ends))
     ]
 

@@ -4,6 +4,11 @@ and built indexes (real model and test model).
 Markers: ``slow`` loads the real model or builds with it, ``spawns`` starts other processes
 (a build's worker pool, the CLI in a subprocess), ``browser`` drives Chromium. `make test-fast`
 runs the rest: no real model, no process but pytest's own, no browser.
+
+``hostile(input, outcome)`` marks a test of hostile or malformed input (on the test, or on one
+``pytest.param`` of it): ``input`` says what was tried, ``outcome`` is ``"KIND: what spanindex
+did"`` with KIND from ``HOSTILE_OUTCOMES``. RELIABILITY.md is generated from these markers by
+scripts/reliability.py (`make reliability`), so the table says what the tests show.
 """
 
 from __future__ import annotations
@@ -25,7 +30,8 @@ os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
 ROOT = Path(__file__).resolve().parent.parent
 SAMPLE_CORPUS = ROOT / "sample_corpus"
-SHARED_CORPUS = ROOT.parent / "shared" / "corpus"
+# A worktree elsewhere than beside ../shared names the corpus with SPANINDEX_SHARED_CORPUS.
+SHARED_CORPUS = Path(os.environ.get("SPANINDEX_SHARED_CORPUS", ROOT.parent / "shared" / "corpus"))
 ARTIFACTS = ROOT / "test-artifacts"
 
 # Sentences of sample_corpus/ that tests cite (verbatim in the documents' text).
@@ -55,6 +61,38 @@ def examples(n: int) -> int:
 STATUS_COUNTS: collections.Counter = collections.Counter()
 
 
+# What spanindex does with hostile input, by kind: the closed vocabulary of the `hostile` marker's outcome.
+HOSTILE_OUTCOMES = {
+    "error row": "the build records the file as an error row with its reason, and the batch carries on",
+    "skipped": "the build leaves the file out and names it, with the reason, in its summary",
+    "record status": "the bad claim, citation or record gets a status of its own; the rest is used",
+    "CLI error": "one line naming the input and the problem, a non-zero exit, no traceback",
+    "HTTP 4xx": "the server answers 4xx with the error (JSON under /api/), never 500",
+    "bounded": "what is written or served stays within a documented limit",
+    "handled": "accepted and processed: every invariant holds",
+}
+
+
+def hostile_outcome(marker) -> tuple[str, str, str]:
+    """(input, outcome kind, what spanindex did) of a ``hostile`` marker; a UsageError if misspelt."""
+    if len(marker.args) != 2 or marker.kwargs or not all(isinstance(a, str) and a.strip() for a in marker.args):
+        raise pytest.UsageError(f"@pytest.mark.hostile takes two strings (input, outcome), got {marker.args!r}")
+    what, outcome = marker.args
+    kind, _, detail = outcome.partition(":")
+    if kind not in HOSTILE_OUTCOMES:
+        raise pytest.UsageError(
+            f"@pytest.mark.hostile({what!r}, {outcome!r}): the outcome must start with one of "
+            + ", ".join(f"'{k}:'" for k in HOSTILE_OUTCOMES)
+        )
+    return what.strip(), kind, detail.strip()
+
+
+def hostile_marker(item):
+    """The ``hostile`` marker that describes this test case: a ``pytest.param``'s own before the test's."""
+    own = [m for m in item.own_markers if m.name == "hostile"]
+    return own[-1] if own else item.get_closest_marker("hostile")
+
+
 # Doctests that load the real embedding model: slow, like the tests that do.
 REAL_MODEL_DOCTESTS = {"ingest.embed.SentenceTransformerEmbedder"}
 
@@ -63,6 +101,8 @@ def pytest_collection_modifyitems(items):
     for item in items:
         if isinstance(item, pytest.DoctestItem) and item.name in REAL_MODEL_DOCTESTS:
             item.add_marker(pytest.mark.slow)
+        for marker in item.iter_markers("hostile"):
+            hostile_outcome(marker)
 
 
 def pytest_terminal_summary(terminalreporter):

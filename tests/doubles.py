@@ -24,6 +24,7 @@ class HashingEmbedder:
 
     def __init__(self, dim: int = 64) -> None:
         self.dim = dim
+        self.backend = "test"  # a double of its own: an index it built is rebuilt by a real backend
         self.model_id = f"test:hashing-{dim}"
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
@@ -35,3 +36,26 @@ class HashingEmbedder:
         norms = np.linalg.norm(out, axis=1, keepdims=True)
         norms[norms == 0] = 1.0
         return out / norms
+
+
+def process_source_failing_on_marked_files(job, source: bytes):
+    """``ingest.worker.process_source``, except on files named for a failure (for Ray's tasks).
+
+    *crash*: the process dies, as a native crash inside a parser takes it down;
+    *hang*: it never returns, as a parser stuck in a loop; *othernode*: the task
+    refuses to work, as one on a node with another spanindex does.
+    """
+    import os
+    import time
+
+    from ingest.worker import process_source
+    from schemas.errors import ClusterError
+
+    if "crash" in job.doc_id:
+        os._exit(139)
+    if "hang" in job.doc_id:
+        while True:
+            time.sleep(1)
+    if "othernode" in job.doc_id:
+        raise ClusterError("node test-node runs another spanindex than the driver")
+    return process_source(job, source)

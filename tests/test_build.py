@@ -59,6 +59,7 @@ def test_discover_sorts_skips_hidden_and_counts_unknown_types(tmp_path):
     assert [(s.doc_id, s.reason) for s in found.skipped] == [("notes.xyz", SkipReason.UNKNOWN_TYPE)]
 
 
+@pytest.mark.hostile('a file whose parser crashes its worker process (a native crash)', "error row: 'the parser crashed on this file'; the other files are indexed")
 @pytest.mark.spawns
 def test_a_worker_that_dies_becomes_an_error_row_and_the_batch_carries_on(tmp_path):
     corpus = tmp_path / "c"
@@ -78,6 +79,7 @@ def test_a_worker_that_dies_becomes_an_error_row_and_the_batch_carries_on(tmp_pa
     assert all(0 < r.peak_rss_kb < 4 * 1024 * 1024 for r in results if r.doc_id != "b-crash.md")
 
 
+@pytest.mark.hostile('a file whose parser never returns', "error row: 'parsing did not finish within N s (--doc-timeout)'; the other files are indexed")
 @pytest.mark.spawns
 def test_a_file_that_parses_forever_times_out_into_an_error_row_and_the_batch_carries_on(tmp_path):
     corpus = tmp_path / "c"
@@ -106,7 +108,7 @@ def test_a_file_that_parses_forever_times_out_into_an_error_row_and_the_batch_ca
 def test_an_index_built_with_another_embedder_is_searched_only_with_that_embedder_passed_in(tmp_path):
     build_index(_small_corpus(tmp_path / "c"), tmp_path / "idx", BuildSettings(workers=1), embedder=HashingEmbedder())
     with pytest.raises(ModelError, match="test:hashing-64"):
-        index.open(tmp_path / "idx").search("invoices", k=1)  # the library knows no test double by name
+        index.open(tmp_path / "idx").search("invoices", k=1, mode="dense")  # the library knows no test double by name
     with pytest.raises(ModelError, match="the index was built with test:hashing-64"):
         index.open(tmp_path / "idx", embedder=HashingEmbedder(dim=32))
     [hit] = index.open(tmp_path / "idx", embedder=HashingEmbedder()).search("invoices due dates", k=1)
@@ -171,6 +173,7 @@ def test_chunk_rows_are_in_vector_id_order(sample_index_test_model):
     assert idx.generation.faiss().ntotal == len(ids) == idx.manifest.n_chunks
 
 
+@pytest.mark.hostile("a corpus with an empty file, a password-protected PDF and a file of unknown type", "error row: each listed with its reason by `spanindex build`, exit 0 (1 with --strict); the unknown type skipped and named")
 @pytest.mark.slow
 def test_build_cli_lists_every_failure_exits_zero_and_strict_exits_one(tmp_path):
     corpus = _small_corpus(tmp_path / "c")

@@ -115,6 +115,7 @@ def test_a_cut_prefers_a_space_to_punctuation_glued_to_a_word(tokenizer):
         assert span.end == len(text) or text[span.end] == " ", text[span.end - 10 : span.end + 10]
 
 
+@pytest.mark.hostile("text with form feeds, NEL and NUL cut in pieces (hypothesis)", "handled: chunks are exact slices with whole-text token numbers")
 @settings(max_examples=examples(40), deadline=None)
 @given(documents)
 # Found by hypothesis: NEL (U+0085) is whitespace to Python, deleted by BERT (words glue).
@@ -160,6 +161,7 @@ def test_a_text_cut_in_pieces_differs_from_the_whole_only_near_the_piece_boundar
     assert len(whole) - len(kept) <= 4 * (len(pieces) - 1), f"{len(whole) - len(kept)} of {len(whole)} chunks differ"
 
 
+@pytest.mark.hostile("a word longer than a chunk", "handled: cut; every chunk within the token limit")
 def test_a_word_longer_than_a_chunk_is_cut_and_still_within_the_limit(tokenizer):
     text = "start " + "x" * 5000 + " end"
     spans = chunk_spans(text, tokenizer, ChunkerSettings(max_tokens=32, overlap=4))

@@ -271,6 +271,7 @@ def test_hidden_content_never_appears():
     assert "visible one" in text and "visible two" in text and "svg text" in text
 
 
+@pytest.mark.hostile("HTML with a malformed comment closer (`-- >`)", "handled: the comment hides what a browser hides")
 def test_malformed_comment_closer_hides_like_a_browser():
     assert text_of("before<!-- a -- > <script>x</script> -->after") == "beforeafter"
     assert text_of("a<!-- b --!> c") == "a c"
@@ -282,6 +283,7 @@ def test_comments_end_where_the_html_tokenizer_ends_them():
     assert text_of("a<!x>b<?pi ?>c</ bogus>d") == "abcd"
 
 
+@pytest.mark.hostile("a `</script>` inside a JavaScript string", "handled: the script ends there, as in a browser; nothing leaks into the text")
 def test_script_ends_at_its_end_tag_even_inside_a_string():
     # As in browsers, the first </script> ends the script; the rest is text.
     assert text_of("<script>var s = '</script>';</script>after") == "';after"
@@ -345,12 +347,14 @@ def test_windows_1252_bytes_decode_to_the_right_characters():
     assert doc.encoding == "cp1252"
 
 
+@pytest.mark.hostile("HTML whose declared charset is wrong (gb2312 on UTF-8 bytes)", "handled: decoded as UTF-8, with a warning")
 def test_declared_legacy_charset_that_is_really_utf8_decodes_as_utf8_with_a_warning():
     doc = parse_html('<meta charset="gb2312"><p>Grüße, 你好</p>'.encode(), "lie.html")
     assert doc.text == "Grüße, 你好" and doc.encoding == "utf-8"
     assert doc.warnings == ("declared charset gb2312 does not match; decoded as utf-8",)
 
 
+@pytest.mark.hostile("UTF-8 HTML with a stray Latin-1 byte", "handled: U+FFFD where a browser shows it, with a warning")
 def test_utf8_with_a_stray_latin1_byte_shows_it_as_a_browser_does_with_a_warning():
     source = '<meta charset="utf-8"><p>naïve €</p><p>f'.encode() + b"\xfcr"
     doc = parse_html(source, "mixed.html")
@@ -359,6 +363,7 @@ def test_utf8_with_a_stray_latin1_byte_shows_it_as_a_browser_does_with_a_warning
     assert len(doc.warnings) == 1 and "1 bytes" in doc.warnings[0]
 
 
+@pytest.mark.hostile("HTML declared UTF-8 whose bytes are windows-1252", "handled: detected as cp1252, with a warning")
 def test_declared_utf8_page_that_is_really_windows_1252_is_detected_with_a_warning():
     doc = parse_html(b'<meta charset="utf-8"><p>caf\xe9 cr\xe8me br\xfbl\xe9e</p>', "w.html")
     assert doc.text == "café crème brûlée" and doc.encoding == "cp1252"
@@ -431,6 +436,7 @@ def test_source_ranges_read_back_from_the_original_bytes_decoded_with_the_record
             assert html.unescape(source) == text
 
 
+@pytest.mark.hostile('binary junk named .html', "error row: CorruptDocumentError, 'binary'")
 def test_binary_junk_named_html_is_a_corrupt_document():
     with pytest.raises(CorruptDocumentError) as caught:
         parse_html(bytes(range(256)) * 40, "junk.html")
@@ -438,11 +444,13 @@ def test_binary_junk_named_html_is_a_corrupt_document():
     assert "binary" in caught.value.message
 
 
+@pytest.mark.hostile("an HTML file of zero bytes", "handled: empty text, no runs")
 def test_zero_bytes_give_empty_text():
     doc = parse_html(b"", "empty.html")
     assert doc.text == "" and doc.html_runs == ()
 
 
+@pytest.mark.hostile("an HTML page of markup and script with no visible text", "handled: empty text, no runs")
 def test_markup_only_page_gives_empty_text():
     doc = parse_html(b"<html><head><script>x()</script></head><body> \n </body></html>", "m.html")
     assert doc.text == "" and doc.html_runs == ()
@@ -485,6 +493,7 @@ _fragment = st.one_of(
 )
 
 
+@pytest.mark.hostile("random HTML: unbalanced and raw-text tags, entities, odd text (hypothesis)", "handled: every source-map invariant holds")
 @settings(max_examples=examples(400), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.lists(_fragment, max_size=30).map("".join))
 def test_run_invariants_hold_for_random_html(markup):
@@ -496,6 +505,7 @@ def test_run_invariants_hold_for_random_html(markup):
 _CONTROL = re.compile("[\x00-\x08\x0b\x0e-\x1f\x7f]")
 
 
+@pytest.mark.hostile("random HTML as bytes (hypothesis)", "handled: every source-map invariant holds")
 @settings(max_examples=examples(100), deadline=None)
 @given(st.lists(_fragment, max_size=20).map(lambda parts: _CONTROL.sub("", "".join(parts))))
 def test_run_invariants_hold_for_random_html_bytes(markup):
@@ -515,6 +525,7 @@ _ENCODED = st.tuples(
 )
 
 
+@pytest.mark.hostile("any bytes in any encoding, with corrupted bytes (hypothesis)", "handled: a valid map over what the recorded encoding decodes, or a DocumentError")
 @settings(max_examples=examples(150), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(_ENCODED)
 @example(("<p>caf\u00e9</p>", "utf-16-le", [(3, b"\xd8")]))
@@ -535,6 +546,7 @@ def test_any_bytes_give_a_valid_map_over_what_the_recorded_encoding_decodes_or_a
     assert decoded == doc.decoded_source
 
 
+@pytest.mark.hostile("HTML with lone surrogates and bidi controls (hypothesis)", "handled: every source-map invariant holds")
 @settings(max_examples=examples(150), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.lists(st.one_of(_fragment, st.sampled_from(["\ud800", "\udfff", "\udc80x", "\U0010ffff", "\u202e", "\u2066"])),
                 max_size=30).map("".join))

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -78,6 +79,7 @@ _HOSTILE = st.text(
 )
 
 
+@pytest.mark.hostile("quotes and chunk texts with NUL, control characters, lone surrogates, combining marks, bidi marks (hypothesis)", "handled: every quote gets a status; a verified one lies inside the chunk, an exact one reads back")
 @settings(max_examples=examples(300), deadline=None)
 @given(_HOSTILE, _HOSTILE, st.data())
 def test_hostile_quotes_get_a_status_and_verified_ones_read_back_from_the_chunk(text, quote, data):

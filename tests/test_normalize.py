@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import unicodedata
 
+import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from ingest.normalize import normalize, normalize_with_map
+from ingest.normalize import CONTROL_TO_SPACE, CONTROLS, SEPARATORS, changing_pieces, normalize, normalize_with_map
 
 from conftest import examples
 
@@ -25,6 +26,7 @@ texts = st.lists(
 ).map("".join)
 
 
+@pytest.mark.hostile('text with lone surrogates, bidi controls, NUL, ligatures, combining marks (hypothesis)', "handled: the normaliser's index map stays inside the original, in order")
 @settings(max_examples=examples(400), deadline=None)
 @given(texts)
 def test_every_normalised_character_maps_inside_the_original_in_order(original):
@@ -86,6 +88,26 @@ def test_quotes_dashes_spaces_and_invisibles_are_folded():
 
 def test_decomposed_and_precomposed_accents_meet():
     assert normalize("e\u0301te\u0301") == normalize("\u00e9t\u00e9") == "\u00e9t\u00e9"
+
+
+@settings(max_examples=examples(400), deadline=None)
+@given(texts)
+def test_normalising_the_changing_pieces_alone_gives_the_whole(original):
+    # The chunker counts tokens piece by piece on the strength of this.
+    separators = " \t\n\r" + "".join(map(chr, CONTROL_TO_SPACE))
+    rebuilt, pos = [], 0
+    for a, b in changing_pieces(original):
+        assert (a == 0 or original[a - 1] in separators) and (b == len(original) or original[b] in separators)
+        rebuilt += [original[pos:a], " ", normalize(original[a:b]), " "]
+        pos = b
+    rebuilt.append(original[pos:])
+    assert " ".join("".join(rebuilt).translate(CONTROL_TO_SPACE).split()) == normalize(original)
+
+
+def test_the_control_regexes_match_the_control_table():
+    ascii_chars = "".join(map(chr, range(128)))
+    assert CONTROLS.sub(" ", ascii_chars) == ascii_chars.translate(CONTROL_TO_SPACE)
+    assert SEPARATORS.sub(" ", ascii_chars) == ascii_chars.translate({**CONTROL_TO_SPACE, 9: " ", 10: " "})
 
 
 def test_a_line_break_inside_a_cjk_sentence_is_not_a_space():

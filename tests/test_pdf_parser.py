@@ -77,7 +77,14 @@ def rotated_corpus_pdfs() -> list:
 def as_params(paths: list[Path]) -> list:
     if not paths:
         return [pytest.param(None, marks=pytest.mark.skip(reason="no such corpus PDFs"))]
-    return [pytest.param(p, id=str(p.relative_to(ROOT.parent))) for p in paths]
+    return [pytest.param(p, id=_test_id(p)) for p in paths]
+
+
+def _test_id(path: Path) -> str:
+    for base in (SHARED_CORPUS.parent.parent, ROOT.parent):  # shared/corpus/..., sample_corpus/...
+        if path.is_relative_to(base):
+            return str(path.relative_to(base))
+    return path.name
 
 
 def corpus_file(name: str) -> Path:
@@ -311,6 +318,7 @@ def test_corpus_boxes_round_trip_to_the_same_character_in_mupdf(path: Path) -> N
     assert_textbox_finds_characters(parsed, doc, limit=TEXTBOX_CALLS_PER_DOCUMENT)
 
 
+@pytest.mark.hostile("corpus PDFs that cannot be parsed (encrypted, truncated, broken)", "error row: a DocumentError of the expected kind, naming the document")
 @pytest.mark.parametrize("path", corpus_pdfs(parsable=False))
 def test_corpus_failures_raise_a_document_error(path: Path) -> None:
     failure = parse_file(path)
@@ -353,6 +361,7 @@ def test_scanned_corpus_document_has_no_text_layer() -> None:
     assert f"{parsed.n_pages} of {parsed.n_pages} pages have no text layer: 1, 2" in parsed.warnings
 
 
+@pytest.mark.hostile('a fuzzed PDF (shared corpus)', "error row: CorruptDocumentError, or no text with MuPDF's warnings as valid text")
 def test_fuzzed_corpus_document_fails_cleanly_or_yields_no_text_with_warnings() -> None:
     corpus_file(FUZZED)
     parsed = parse_file(CORPUS_PDF / FUZZED)
@@ -512,6 +521,7 @@ def test_ligature_glyph_stays_one_character_with_one_box() -> None:
     assert_textbox_finds_characters(parsed, reopen(data), limit=None)
 
 
+@pytest.mark.hostile("a PDF whose ToUnicode map yields lone surrogates and form feeds", "handled: U+FFFD in their place with a warning; every invariant holds")
 def test_surrogates_and_form_feeds_from_the_text_layer_become_replacement_characters() -> None:
     # A ToUnicode map that sends glyph 'B' to a lone surrogate and 'E' to U+FFFD.
     data = page_with_content(b"BT /helv 20 Tf 40 200 Td (ABCDE) Tj ET")
@@ -547,6 +557,7 @@ def test_title_comes_from_metadata_or_is_empty() -> None:
     assert parse_pdf(pdf_bytes(doc), "t.pdf").title == ""
 
 
+@pytest.mark.hostile('a PDF that needs a user password', "error row: EncryptedDocumentError, 'password'; a PDF with only an owner password is read")
 def test_user_password_raises_encrypted_and_owner_password_alone_does_not() -> None:
     doc = pymupdf.open()
     doc.new_page().insert_text((50, 100), "secret text")
@@ -559,6 +570,7 @@ def test_user_password_raises_encrypted_and_owner_password_alone_does_not() -> N
     assert parse_pdf(owner_only, "owner.pdf").text == "secret text"
 
 
+@pytest.mark.hostile("bytes that are not a PDF named .pdf (empty, garbage, a header only, HTML)", "error row: CorruptDocumentError naming the document")
 @pytest.mark.parametrize(
     "source",
     [b"", b"not a pdf at all", b"%PDF-1.7\n", b"<html><body>hello</body></html>"],
@@ -570,6 +582,7 @@ def test_unreadable_bytes_raise_corrupt(source: bytes) -> None:
     assert caught.value.doc_id == "bad.pdf"
 
 
+@pytest.mark.hostile("a PDF with zero pages", "error row: CorruptDocumentError")
 def test_zero_page_document_raises_corrupt() -> None:
     source = (
         b"%PDF-1.4\n1 0 obj <</Type/Catalog/Pages 2 0 R>> endobj\n"
@@ -580,6 +593,7 @@ def test_zero_page_document_raises_corrupt() -> None:
         parse_pdf(source, "zero.pdf")
 
 
+@pytest.mark.hostile("a PDF truncated at a third, at half, 40 bytes short", "error row: CorruptDocumentError, or what is left parsed with every invariant")
 def test_truncated_pdf_raises_corrupt_or_keeps_invariants() -> None:
     doc = pymupdf.open()
     for number in range(3):
@@ -593,6 +607,7 @@ def test_truncated_pdf_raises_corrupt_or_keeps_invariants() -> None:
         assert_document_invariants(parsed, reopen(data[:cut]))
 
 
+@pytest.mark.hostile("a PDF with one page whose text cannot be extracted", "handled: that page empty with a warning naming it; the other pages read")
 def test_failing_page_is_a_warning_when_other_pages_are_fine(monkeypatch) -> None:
     doc = pymupdf.open()
     for number in range(3):
@@ -612,6 +627,7 @@ def test_failing_page_is_a_warning_when_other_pages_are_fine(monkeypatch) -> Non
     assert "page 2: could not extract text: bad content stream" in parsed.warnings
 
 
+@pytest.mark.hostile("a one-page PDF whose only page cannot be extracted", "error row: CorruptDocumentError naming page 1")
 def test_failing_only_page_raises_corrupt_naming_it(monkeypatch) -> None:
     doc = pymupdf.open()
     doc.new_page().insert_text((50, 100), "only page")
@@ -626,6 +642,7 @@ def test_failing_only_page_raises_corrupt_naming_it(monkeypatch) -> None:
     assert caught.value.page == 1 and "bad content stream" in str(caught.value)
 
 
+@pytest.mark.hostile('broken PDFs that make MuPDF complain', "handled: nothing printed, MuPDF's settings restored")
 def test_parsing_prints_nothing_and_restores_mupdf_settings(capfd) -> None:
     before = (pymupdf.TOOLS.mupdf_display_errors(), pymupdf.TOOLS.mupdf_display_warnings())
     broken = [b"not a pdf", b"%PDF-1.4\n1 0 obj <</Type/Catalog>> endobj\ntrailer <</Root 1 0 R>>"]
@@ -642,6 +659,7 @@ def test_parsing_prints_nothing_and_restores_mupdf_settings(capfd) -> None:
     assert (pymupdf.TOOLS.mupdf_display_errors(), pymupdf.TOOLS.mupdf_display_warnings()) == before
 
 
+@pytest.mark.hostile("empty, garbage, truncated and fuzzed PDFs parsed in a fresh process", "error row: CorruptDocumentError; the process neither crashes nor hangs")
 @pytest.mark.spawns
 def test_broken_inputs_never_crash_or_hang_the_process(tmp_path: Path) -> None:
     doc = pymupdf.open()

@@ -54,3 +54,31 @@ def test_options_shared_by_commands_are_spelled_documented_and_defaulted_alike()
             assert len({a.help for a in actions}) == 1, f"{name} is documented differently: {[a.help for a in actions]}"
     assert {a.default for a in shared["--min-quote-chars"]} == {DEFAULT_MIN_QUOTE_CHARS}
     assert {a.default for a in shared["--zoom"]} == {DEFAULT_ZOOM}
+
+
+# (command, option, the constant in schemas.limits, how the README's table writes its default)
+LIMIT_OPTIONS = [
+    ("build", "--max-file-mb", "MAX_FILE_MB", "{} MB"),
+    ("build", "--max-pages", "MAX_PDF_PAGES", "{:,}"),
+    ("build", "--max-chars", "MAX_DOC_CHARS", "{:,}"),
+    ("verify", "--max-answer-mb", "MAX_ANSWER_MB", "{:g} MB"),
+    ("verify", "--max-claims", "MAX_CLAIMS", "{:,}"),
+    ("verify", "--max-quote-chars", "MAX_QUOTE_CHARS", "{:,} characters"),
+]
+
+
+def test_the_readme_states_every_limit_as_schemas_limits_sets_it():
+    from schemas import limits
+
+    readme = (ROOT / "README.md").read_text()
+    options = _options_by_command()
+    for command, option, constant, cell in LIMIT_OPTIONS:
+        value = getattr(limits, constant)
+        assert options[command][option].default == value, option
+        [row] = [line for line in readme.splitlines() if line.endswith(f"| `{command} {option}` |")]
+        assert f"| {cell.format(value)} |" in row, (option, row)
+    assert f"| {limits.MAX_JSON_DEPTH} levels; {limits.MAX_INT_DIGITS} digits |" in readme
+    prose = " ".join(readme.split())
+    for number in (limits.VIEW_SOURCE_CHARS, limits.VIEW_CHUNK_CHARS, limits.VIEW_TEXT_CHARS):
+        assert f"{number:,} characters" in prose, number
+    assert f"lists the {limits.VIEW_SIBLINGS} chunks on each side" in prose

@@ -84,6 +84,7 @@ def test_retention_keeps_three_generations_and_the_texts_they_reference(tmp_path
     assert all(index.open(idx_dir).has_text(v) for v in versions[2:])
 
 
+@pytest.mark.hostile("an index with damaged files and missing texts", "CLI error: `spanindex fsck` names each fault, exit 1")
 @pytest.mark.spawns
 def test_fsck_names_damaged_files_and_missing_texts(tmp_path):
     corpus = shutil.copytree(SAMPLE_CORPUS / "docs", tmp_path / "corpus")
@@ -262,6 +263,7 @@ def test_a_reworded_quote_is_changed_and_a_repeated_one_is_ambiguous(tmp_path):
     assert swept[1].citations[0].drift == "ambiguous"
 
 
+@pytest.mark.hostile('a citation record whose quote does not fit its offsets', "record status: drift 'corrupt_record'")
 def test_a_record_whose_quote_does_not_fit_its_offsets_is_corrupt(sample_index_test_model, tmp_path):
     idx = index.open(sample_index_test_model)
     chunk = idx.chunks_of("docs/long-policy.md")[2]
@@ -313,6 +315,7 @@ def _start_build(corpus, idx_dir, wait=False):
                             cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 
 
+@pytest.mark.hostile("a build killed at any moment", "handled: the previous generation keeps serving; the next build removes the debris")
 @pytest.mark.slow
 def test_a_build_killed_at_any_moment_leaves_a_whole_generation_serving(tmp_path):
     corpus = shutil.copytree(SAMPLE_CORPUS, tmp_path / "corpus")
@@ -343,6 +346,7 @@ def test_a_build_killed_at_any_moment_leaves_a_whole_generation_serving(tmp_path
     assert outcomes["previous"] > 0
 
 
+@pytest.mark.hostile('a second build on an index while one runs', "CLI error: exit 4 naming the holder's pid (or it waits with --wait)")
 @pytest.mark.slow
 def test_two_builds_on_one_index_one_runs_one_is_refused_or_waits(tmp_path):
     corpus = shutil.copytree(SAMPLE_CORPUS, tmp_path / "corpus")

@@ -80,6 +80,7 @@ def test_search_api_returns_hits_whose_text_is_the_exact_span(client, idx):
         assert hit["text"] == idx.doc_text(hit["doc_version"])[hit["start"] : hit["end"]]
 
 
+@pytest.mark.hostile("GET /api/search: an empty or missing query, k of 0 or 1000", "HTTP 4xx: 422")
 @pytest.mark.parametrize("params", [{"q": ""}, {"q": "x", "k": 0}, {"q": "x", "k": 1000}, {"k": 3}])
 def test_search_api_refuses_an_empty_query_or_k_out_of_range(client, params):
     assert client.get("/api/search", params=params).status_code == 422
@@ -106,6 +107,7 @@ def test_verify_api_policy_drop_marks_failed_claims_dropped(client, answer):
     assert [r["dropped"] for r in records] == [False, False, True, True]
 
 
+@pytest.mark.hostile("POST /api/verify: JSON that is not an answer (a list, claims not a list, no claims, a string)", "HTTP 4xx: 422, JSON {detail}")
 @pytest.mark.parametrize("body", [[], {"claims": "nope"}, {"answer_id": "x"}, "just a string"])
 def test_verify_api_refuses_what_is_not_an_answer(client, body):
     assert client.post("/api/verify", json=body).status_code == 422
@@ -131,6 +133,7 @@ def test_chunk_api_gives_an_html_chunk_its_source_range(client, idx):
     assert chunk["rects"] == [] and 0 <= chunk["src_start"] < chunk["src_end"]
 
 
+@pytest.mark.hostile("an unknown chunk id (API and inspector)", "HTTP 4xx: 404")
 @pytest.mark.parametrize("path", ["/api/chunks/nope", "/api/chunks/pricing/rate-card.pdf%23tok:999999", "/inspect?chunk_id=nope"])
 def test_an_unknown_chunk_is_404(client, path):
     assert client.get(path).status_code == 404
@@ -176,6 +179,7 @@ def test_the_served_json_schemas_hold_for_what_the_api_takes_and_writes(client, 
 # -- documents: served by id from the index, never by path ---------------------------------------
 
 
+@pytest.mark.hostile("document routes with traversal ids (../, encoded, double-encoded, absolute), unknown ids, a document never parsed", "HTTP 4xx: 404; only ids in the index are served")
 @pytest.mark.parametrize("doc_id", TRAVERSALS)
 @pytest.mark.parametrize("route", ["file", "view", "pages/1.png"])
 def test_document_routes_answer_only_ids_in_the_index(client, doc_id, route):
@@ -184,6 +188,7 @@ def test_document_routes_answer_only_ids_in_the_index(client, doc_id, route):
     assert "root:" not in response.text
 
 
+@pytest.mark.hostile("a traversal path sent verbatim (/documents/../../etc/passwd/file)", "HTTP 4xx: 404")
 @pytest.mark.parametrize("raw_path", [b"/documents/../../etc/passwd/file", b"/documents/pricing/../../../../etc/passwd/pages/1.png"])
 def test_a_traversal_path_sent_verbatim_reaches_the_route_and_is_404(client, raw_path):
     # HTTP clients remove dot segments before sending; a hostile one need not, and uvicorn keeps them.
@@ -220,11 +225,13 @@ def test_a_page_image_is_rendered_once_then_served_from_the_cache(client, idx):
     assert (width, height) == (round(page.width * 1.5), round(page.height * 1.5))
 
 
+@pytest.mark.hostile("a page number outside the PDF (0, 5, 99)", "HTTP 4xx: 404")
 @pytest.mark.parametrize("page", [0, 5, 99])
 def test_a_page_outside_the_document_is_404(client, page):
     assert client.get(f"/documents/pricing/rate-card.pdf/pages/{page}.png").status_code == 404
 
 
+@pytest.mark.hostile('an HTML original requested from the server', "handled: served as text/plain under a sandbox CSP, never rendered from the viewer's origin")
 def test_an_html_original_is_served_as_text_in_a_sandbox(client):
     response = client.get("/documents/web/faq.html/file")
     assert response.status_code == 200
@@ -244,6 +251,7 @@ def test_a_pdf_original_is_served_whole_for_the_browser_pdf_viewer(client, idx):
 # -- limits and headers ---------------------------------------------------------------------------
 
 
+@pytest.mark.hostile("a request body over 2 MB, declared or streamed (API and form)", "HTTP 4xx: 413")
 def test_an_oversized_body_is_413_whether_declared_or_streamed(client):
     body = b'{"claims": [], "pad": "' + b"x" * (3 * 1024 * 1024) + b'"}'
     declared = client.post("/api/verify", content=body, headers={"content-type": "application/json"})
@@ -271,6 +279,7 @@ def test_every_response_carries_a_content_security_policy(client, method, path):
     assert response.headers["x-content-type-options"] == "nosniff"
 
 
+@pytest.mark.hostile("a foreign Host header (DNS rebinding)", "HTTP 4xx: 400")
 def test_a_foreign_host_header_is_refused(sample_index_test_model):
     # A page whose DNS name was rebound to 127.0.0.1 sends its own name as Host.
     response = TestClient(create_app(sample_index_test_model), base_url="http://evil.example").get("/api/search?q=x")
@@ -280,6 +289,7 @@ def test_a_foreign_host_header_is_refused(sample_index_test_model):
 # -- pages: untrusted text stays text -------------------------------------------------------------
 
 
+@pytest.mark.hostile("a claim with HTML and script injection, on the verify page", "handled: escaped, shown as text")
 def test_the_verify_page_escapes_claim_text_and_shows_every_verdict(client, answer):
     response = client.post("/verify", data={"answer": json.dumps(answer), "policy": "mark"})
     assert response.status_code == 200
@@ -296,6 +306,7 @@ def test_the_verify_page_says_when_the_policy_refuses_the_answer(client, answer)
     assert "Answer refused by policy" not in client.post("/verify", data={"answer": json.dumps(answer), "policy": "mark"}).text
 
 
+@pytest.mark.hostile("the verify form: text that is not JSON", "HTTP 4xx: 422, the form again with the reason")
 def test_the_verify_page_reports_json_it_cannot_read(client):
     response = client.post("/verify", data={"answer": "{not json", "policy": "mark"})
     assert response.status_code == 422 and "not valid JSON" in response.text
@@ -317,6 +328,7 @@ def test_search_and_inspector_pages_show_spans_in_their_sources(client, idx):
 # -- the defused HTML source and embedded JSON ---------------------------------------------------
 
 
+@pytest.mark.hostile("an HTML source with scripts, event handlers, javascript: URLs and remote resources", "handled: all removed from what the viewer shows")
 def test_a_defused_source_keeps_no_script_handler_active_url_or_remote_resource():
     source = (
         '<p onclick="x()">a <a href="&#106;avascript:alert(1)">b</a> <a href=" java\tscript:x">c</a>'
@@ -347,6 +359,7 @@ def test_marks_cover_exactly_the_source_range_even_across_elements():
     assert "&amp;</mark>" in marked_html(source, [(start, inside)])
 
 
+@pytest.mark.hostile("text holding `</script>` embedded as JSON in a page", "handled: escaped; it cannot close the element")
 def test_json_in_a_page_cannot_close_its_script_element():
     encoded = str(script_json({"text": "</script><script>alert(1)</script><!--", "line": "\u2028"}))
     assert "<" not in encoded and ">" not in encoded and "\u2028" not in encoded
@@ -405,6 +418,7 @@ def test_a_report_with_a_source_base_links_the_live_html_page_at_its_text_fragme
     assert "docs.example.com" not in render_report(idx, records)  # without one, only the stored copies
 
 
+@pytest.mark.hostile("a records line with fields of the wrong type (render)", "record status: skipped with its reason, the rest rendered")
 def test_a_record_with_fields_of_the_wrong_type_is_skipped_not_rendered(answer, idx, tmp_path):
     answer_path, records_path, report_path = tmp_path / "a.json", tmp_path / "r.jsonl", tmp_path / "report.html"
     answer_path.write_text(json.dumps(answer))

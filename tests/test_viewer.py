@@ -330,6 +330,7 @@ def _assert_nothing_ran(tab) -> None:
         assert frame.evaluate("() => window.__pwned") is None
 
 
+@pytest.mark.hostile("hostile documents and claims in a report (scripts, handlers, injections)", "handled: nothing runs in Chromium; read as text")
 def test_hostile_documents_and_claims_run_nothing_and_read_as_text(page, report):
     report_path, _ = report
     requested = []
@@ -352,6 +353,7 @@ def test_hostile_documents_and_claims_run_nothing_and_read_as_text(page, report)
     shoot(page, "hostile")
 
 
+@pytest.mark.hostile("hostile documents and answers served by the viewer", "handled: nothing runs in Chromium; read as text")
 def test_the_server_runs_nothing_from_hostile_documents_or_answers(page, server, answer):
     page.goto(server + "/verify")
     page.fill("textarea[name=answer]", json.dumps(answer))
@@ -374,6 +376,7 @@ def test_the_server_runs_nothing_from_hostile_documents_or_answers(page, server,
 # -- documents by id only ------------------------------------------------------------------------
 
 
+@pytest.mark.hostile("traversal and unknown document ids, from a browser", "HTTP 4xx: 404")
 @pytest.mark.parametrize("path", [
     "/documents/../../etc/passwd/file",
     "/documents/..%2F..%2Fetc%2Fpasswd/file",

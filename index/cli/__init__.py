@@ -9,12 +9,12 @@ import sys
 
 from index.cli.registry import COMMANDS, EXIT_CANNOT_WRITE, EXIT_ERROR, EXIT_LOCKED, EXIT_OK, EXIT_USAGE
 from ingest.embed import Embedder
-from schemas.errors import IndexLockedError, IndexWriteError, PasswordFileError, SpanindexError
+from schemas.errors import AnswerFormatError, IndexLockedError, IndexWriteError, PasswordFileError, SpanindexError
 
 
 def main(argv: list[str] | None = None, *, embedder: Embedder | None = None) -> int:
-    """Run one command; the exit code. ``embedder``: for an index built with an embedder of
-    your own (or a test double), which the commands that search then use."""
+    """Run one command; the exit code. ``embedder``: an embedder of your own (or a test
+    double) that ``build`` embeds with and the commands that search then use."""
     parser = build_parser()
     args = parser.parse_args(argv)
     args.embedder = embedder
@@ -29,11 +29,15 @@ def main(argv: list[str] | None = None, *, embedder: Embedder | None = None) -> 
     except IndexWriteError as exc:
         print(f"spanindex: {exc}", file=sys.stderr)
         return EXIT_CANNOT_WRITE
-    except PasswordFileError as exc:
+    except (PasswordFileError, AnswerFormatError) as exc:  # a passwords, answer or records file we cannot use
         print(f"spanindex: {exc}", file=sys.stderr)
         return EXIT_USAGE
     except SpanindexError as exc:
         print(f"spanindex: {exc}", file=sys.stderr)
+        return EXIT_ERROR
+    except OSError as exc:  # a file the command was told to read or write (an output path that is a folder)
+        where = f"{exc.filename}: " if exc.filename else ""
+        print(f"spanindex: {where}{exc.strerror or exc}", file=sys.stderr)
         return EXIT_ERROR
     except KeyboardInterrupt:
         print("spanindex: interrupted; the live generation is unchanged", file=sys.stderr)
@@ -42,15 +46,18 @@ def main(argv: list[str] | None = None, *, embedder: Embedder | None = None) -> 
 
 def build_parser() -> argparse.ArgumentParser:
     # Importing the command modules registers their subcommands, in this order:
-    # the index itself, citations, the viewer.
+    # the index itself, citations, the viewer, agents.
     from index.cli import index_commands  # noqa: F401, I001
     from index.cli import citation_commands  # noqa: F401
     from index.cli import viewer_commands  # noqa: F401
+    from index.cli import agent_commands  # noqa: F401
+    from index import __version__
 
     parser = argparse.ArgumentParser(
         prog="spanindex",
         description="An offset-preserving chunk index for retrieval-augmented generation.",
     )
+    parser.add_argument("--version", action="version", version=f"spanindex {__version__}")
     sub = parser.add_subparsers(title="commands", metavar="COMMAND")
     for name, (configure, help_text, example) in COMMANDS.items():
         p = sub.add_parser(

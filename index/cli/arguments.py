@@ -33,6 +33,25 @@ def zoom_option(p: argparse.ArgumentParser) -> None:
     p.add_argument("--zoom", type=float, default=ZOOM, help=f"page image scale, pixels per point (default {ZOOM:g})")
 
 
+def answer_limit_options(p: argparse.ArgumentParser) -> None:
+    from schemas.limits import MAX_ANSWER_MB, MAX_CLAIMS, MAX_QUOTE_CHARS
+
+    p.add_argument("--max-answer-mb", type=float, default=MAX_ANSWER_MB,
+                   help=f"refuse a larger answer file (default {MAX_ANSWER_MB:g})")
+    p.add_argument("--max-claims", type=int, default=MAX_CLAIMS,
+                   help=f"refuse an answer with more claims (default {MAX_CLAIMS:,})")
+    p.add_argument("--max-quote-chars", type=int, default=MAX_QUOTE_CHARS,
+                   help=f"a longer quote is an invalid citation (default {MAX_QUOTE_CHARS:,})")
+
+
+def answer_limits(args: argparse.Namespace):
+    """The limits on an answer that ``answer_limit_options`` set."""
+    from schemas.limits import MIB, AnswerLimits
+
+    return AnswerLimits(max_bytes=int(args.max_answer_mb * MIB), max_claims=args.max_claims,
+                        max_quote_chars=args.max_quote_chars)
+
+
 def open_index(args: argparse.Namespace):
     """The live generation of the index the command names (with the embedder ``main`` was given)."""
     import index

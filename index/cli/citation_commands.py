@@ -6,21 +6,33 @@ import argparse
 import json
 import sys
 
-from index.cli.arguments import index_argument, min_quote_chars_option, open_index, records_argument
-from index.cli.registry import EXIT_FAILURES, EXIT_OK, command, print_json
+from index.cli.arguments import (
+    answer_limit_options,
+    answer_limits,
+    index_argument,
+    min_quote_chars_option,
+    open_index,
+    records_argument,
+)
+from index.cli.registry import EXIT_FAILURES, EXIT_OK, EXIT_USAGE, command, print_json, read_usable_records
 
 
 @command("verify", "Check every quote of a model's answer against the chunk it cites, and locate it.",
          "spanindex verify build/sample-index answer.json --policy mark -o records.jsonl")
 def _verify(p: argparse.ArgumentParser) -> None:
     index_argument(p)
-    p.add_argument("answer", help="answer JSON: {answer_id, claims: [{claim_id, text, support: [{chunk_id, quote}]}]}")
+    p.add_argument("answer", help="answer JSON: {answer_id, claims: [{claim_id, text, support: [{chunk_id, quote}]}]}; "
+                                  "with --from anthropic, a Messages API response")
+    p.add_argument("--from", dest="answer_format", choices=["spanindex", "anthropic"], default="spanindex",
+                   help="spanindex: the answer format above (default); anthropic: a Claude Messages API response "
+                        "whose text blocks cite search results (search_result_location citations)")
     p.add_argument("--policy", choices=["mark", "drop", "refuse"], default="mark",
                    help="mark failed claims (default), drop them, or refuse the whole answer (exit 1)")
     p.add_argument("-o", "--output", help="write the records here instead of standard output")
     p.add_argument("--format", choices=["jsonl", "w3c"], default="jsonl",
                    help="jsonl: one record per claim (default); w3c: one Web Annotation per verified citation")
     min_quote_chars_option(p)
+    answer_limit_options(p)
     p.set_defaults(run=run_verify)
 
 
@@ -30,10 +42,20 @@ def run_verify(args) -> int:
     from schemas.citations import Policy
     from schemas.record_json import record_line, w3c_annotation
 
-    answer = load_answer(args.answer)
-    records, summary = verify_answer(
-        open_index(args), answer, policy=Policy(args.policy), min_quote_chars=args.min_quote_chars
-    )
+    limits = answer_limits(args)
+    if args.answer_format == "anthropic":
+        from index.anthropic_format import load_message, verify_message
+
+        message = load_message(args.answer, limits)
+        records, summary = verify_message(
+            open_index(args), message, policy=Policy(args.policy), min_quote_chars=args.min_quote_chars,
+            where=args.answer, limits=limits,
+        )
+    else:
+        answer = load_answer(args.answer, limits)
+        records, summary = verify_answer(
+            open_index(args), answer, policy=Policy(args.policy), min_quote_chars=args.min_quote_chars
+        )
     if args.format == "w3c":
         lines = [
             json.dumps(w3c_annotation(r, i, c), ensure_ascii=False)
@@ -81,8 +103,13 @@ def _resolve(p: argparse.ArgumentParser) -> None:
 
 def run_resolve(args) -> int:
     from index.verify import resolve
+    from schemas.json_input import lone_surrogate
     from schemas.record_json import to_json
 
+    for name in ("chunk_id", "quote"):
+        if lone_surrogate(getattr(args, name)):  # bytes that are not UTF-8 on the command line
+            print(f"spanindex: the {name} is not UTF-8 text", file=sys.stderr)
+            return EXIT_USAGE
     citation = resolve(open_index(args), args.chunk_id, args.quote, min_quote_chars=args.min_quote_chars)
     print_json(to_json(citation))
     return EXIT_OK if citation.status.verified else EXIT_FAILURES
@@ -100,11 +127,12 @@ def _check(p: argparse.ArgumentParser) -> None:
 
 def run_check(args) -> int:
     from index.drift import check_records, summarize_drift
-    from schemas.record_json import read_records, record_line
+    from schemas.record_json import record_line
 
-    parsed = list(read_records(args.records))
-    bad_lines = [error for _, record, error in parsed if record is None]
-    checked = list(check_records(open_index(args), (r for _, r, _ in parsed if r is not None)))
+    records, bad_lines = read_usable_records(args.records)
+    if records is None:
+        return EXIT_USAGE
+    checked = list(check_records(open_index(args), records))
     if args.output:
         with open(args.output, "w", encoding="utf-8") as out:
             for record in checked:
@@ -114,8 +142,6 @@ def run_check(args) -> int:
     print(f"{sum(summary.by_drift.values())} citations checked: {counts}")
     if summary.unchecked:
         print(f"{summary.unchecked} citations were never verified and were not checked")
-    for error in bad_lines:
-        print(f"skipped {error}", file=sys.stderr)
     for record in checked:
         for citation in record.citations:
             if citation.drift is not None and not citation.drift.holds:

@@ -4,10 +4,9 @@ from __future__ import annotations
 
 import argparse
 import ipaddress
-import sys
 
 from index.cli.arguments import index_argument, open_index, records_argument, zoom_option
-from index.cli.registry import EXIT_FAILURES, EXIT_OK, command
+from index.cli.registry import EXIT_FAILURES, EXIT_OK, EXIT_USAGE, command, read_usable_records
 
 
 @command("render", "Render citation records as one self-contained HTML page: click a marker, see the highlight.",
@@ -25,19 +24,16 @@ def _render(p: argparse.ArgumentParser) -> None:
 
 def run_render(args) -> int:
     from index.viewer.report import write_report
-    from schemas.record_json import read_records
 
-    parsed = list(read_records(args.records))
-    records = [record for _, record, _ in parsed if record is not None]
-    for _, record, error in parsed:
-        if record is None:
-            print(f"skipped {error}", file=sys.stderr)
+    records, bad_lines = read_usable_records(args.records)
+    if records is None:
+        return EXIT_USAGE
     output = write_report(open_index(args), records, args.output, zoom=args.zoom,
                           source_base=args.source_base, title=args.title)
     citations = sum(len(r.citations) for r in records)
     size = output.stat().st_size
     print(f"{len(records)} claims, {citations} citations -> {output} ({size / 1024:.0f} KiB)")
-    return EXIT_FAILURES if len(records) < len(parsed) else EXIT_OK
+    return EXIT_FAILURES if bad_lines else EXIT_OK
 
 
 @command("serve", "Serve the viewer: search, verify answers, inspect chunks, and a JSON API.",

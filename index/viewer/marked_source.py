@@ -1,15 +1,11 @@
 """A document's source as the viewer shows it: spans marked, untrusted markup defused.
 
-HTML is rebuilt token by token from the decoded source (``ingest.html_tokens``,
-the tokenizer whose offsets the source map counts), so a highlight lands on
-exactly the source ranges a span of text came from: each text token inside
-them gets its own ``<mark>``, and a span crossing elements gives several. On the
-way, whatever could run or reach out is left out: ``<script>`` and other
-active elements, ``on*`` attributes, ``javascript:``/``vbscript:``/``data:``
-URLs, ``<base>``, ``<meta>``, ``<link>``, comments, and the URLs the page would fetch by
-itself (``src``, ``poster``...; inline ``data:image`` kept). Tags are re-serialised
-from their parsed attributes, never copied, so malformed markup cannot smuggle
-anything through. The result is still shown only in a sandboxed iframe under a
+The page is defused by ``ingest.html_defuse`` (the one defuser, shared with the
+layout stage of the build): rebuilt token by token from the decoded source, with
+nothing left that runs or loads, CSS included. Text tokens are copied verbatim,
+so a highlight lands on exactly the source ranges a span of text came from: each
+text token inside them gets its own ``<mark>``, and a span crossing elements
+gives several. The result is still shown only in a sandboxed iframe under a
 restrictive CSP: this is the second wall, not the only one.
 """
 
@@ -18,31 +14,15 @@ from __future__ import annotations
 import bisect
 import html
 import re
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
-from ingest.html_tokens import END, RAW, START, TEXT, Tokenizer, parse_attrs
+from ingest.html_defuse import Defuser
+from schemas.limits import VIEW_ATTRIBUTE_CHARS, VIEW_CHUNK_CHARS, VIEW_SOURCE_CHARS, VIEW_TEXT_CHARS
 
 HIT_ID = "spanindex-hit"  # the first mark of the span: what the viewer scrolls to
 
-# Elements dropped with their tags; those the tokenizer reads as raw text lose their content too.
-_DROPPED = frozenset({
-    "script", "iframe", "frame", "frameset", "object", "embed", "applet", "base", "meta",
-    "link", "noscript", "portal", "fencedframe", "animate", "animatemotion",
-    "animatetransform", "set", "handler", "listener",
-})
-_URL_ATTRS = frozenset({"href", "action", "formaction", "xlink:href", "cite", "longdesc", "ping", "manifest", "icon", "usemap"})
-# URLs the page would fetch by itself: the stored copy cannot load them (no network, and a
-# relative one would point at the viewer), so only inline images are kept.
-_SUBRESOURCE_ATTRS = frozenset({"src", "poster", "background", "data", "codebase", "lowsrc", "dynsrc"})
-_DROPPED_ATTRS = frozenset({"srcset", "srcdoc", "http-equiv", "autofocus", "imagesrcset"})
-_SAFE_ATTR_NAME = re.compile(r"[a-z_][a-z0-9_.:-]*\Z")
-_SAFE_DATA_URL = re.compile(r"data:image/(?:png|jpeg|gif|webp);", re.IGNORECASE)
-_ACTIVE_SCHEME = re.compile(r"(?:javascript|vbscript|data|livescript):", re.IGNORECASE)
-_URL_NOISE = re.compile(r"[\x00-\x20\x7f]+")  # browsers strip these from URLs before parsing
 _ENTITY = re.compile(r"&(?:#[xX]?[0-9a-fA-F]*|[a-zA-Z][a-zA-Z0-9]*);?")
-_DOCTYPE = re.compile(r"\s*<!doctype", re.IGNORECASE)
-_FOREIGN = frozenset({"svg", "math"})
 
 MARK_STYLE = (
     "<style>mark.spanindex-hit{background:#ffe066;color:inherit;outline:2px solid #e8a400;"
@@ -53,6 +33,10 @@ SHARED_MARK_STYLE = (
     "<style>mark.spanindex-hit{background:none;color:inherit}mark.spanindex-hit.on{background:#ffe066;"
     "outline:2px solid #e8a400;scroll-margin:4em}</style>"
 )
+
+
+# Between two windows of a large page: where the page goes on without being shown.
+WINDOW_GAP = '<p style="text-align:center;color:#888">[\u2026]</p>'
 
 
 @dataclass(frozen=True, slots=True)
@@ -67,7 +51,11 @@ class MarkedText:
 
 
 def marked_html(
-    decoded_source: str, ranges: Sequence[tuple[int, int]], cite_keys: Sequence[str] | None = None
+    decoded_source: str,
+    ranges: Sequence[tuple[int, int]],
+    cite_keys: Sequence[str] | None = None,
+    *,
+    windows: Sequence[tuple[int, int]] | None = None,
 ) -> str:
     """The decoded HTML source, defused, with the text inside ``ranges`` wrapped in ``<mark>``s.
 
@@ -76,73 +64,54 @@ def marked_html(
     (hidden elements, scripts, comments) between them is not marked. With ``cite_keys``
     (one per range: the space-separated keys of the citations covering it, as
     ``labelled_ranges`` makes them) every mark carries ``data-cite`` and stays plain
-    until the viewer switches on those of one citation.
+    until the viewer switches on those of one citation. With ``windows`` (sorted, disjoint
+    ``[start, end)`` ranges of the source, each starting in character data: see
+    ``HtmlSourceMap.data_position``) only those parts of a large page are shown, each
+    separated from the next by a marker, and an attribute value over
+    ``VIEW_ATTRIBUTE_CHARS`` (an inline image) is left out.
 
     >>> marked_html('<p onclick="x()">Hi <b>there</b> you</p><script>evil()</script>', [(23, 36)]).split("</style>")[1]
     '<p>Hi <b><mark class="spanindex-hit" id="spanindex-hit">there</mark></b><mark class="spanindex-hit"> you</mark></p>'
+    >>> marked_html('<p>one</p><p>two</p><p>three</p>', [(13, 16)], windows=[(13, 20)]).split("</style>")[1]
+    '<mark class="spanindex-hit" id="spanindex-hit">two</mark></p>'
     """
-    out: list[str] = []
-    doctype = _DOCTYPE.match(decoded_source)
-    if doctype:
-        out.append("<!DOCTYPE html>")
-    out.append(MARK_STYLE if cite_keys is None else SHARED_MARK_STYLE)
-    range_ends = [b for _, b in ranges]
-    tokens = Tokenizer(decoded_source)
-    skipping: str | None = None  # inside a dropped element whose content is raw text
-    first_mark = [True]
-    for token in tokens:
-        kind = token[0]
-        if kind == START:
-            _, start, end, name, self_closing, attrs_at = token
-            if name in _FOREIGN:
-                tokens.foreign = True
-            if name in _DROPPED:
-                skipping = name
-                continue
-            skipping = None
-            out.append(_start_tag(name, parse_attrs(decoded_source, attrs_at, end - 1), self_closing))
-        elif kind == END:
-            name = token[3]
-            if name in _FOREIGN:
-                tokens.foreign = False
-            if name not in _DROPPED:
-                out.append(f"</{name}>")
-        elif kind == RAW:
-            _, start, end, name = token
-            if skipping == name or name in _DROPPED:
-                continue
-            if name in ("#cdata", "plaintext"):
-                out.append(html.escape(decoded_source[start:end], quote=False))
-            else:  # style, title, textarea, xmp...: the same raw-text context it came from
-                out.append(decoded_source[start:end])
-        elif kind == TEXT:
-            _, start, end = token
-            out.append(_marked_text_token(decoded_source, start, end, ranges, range_ends, first_mark, cite_keys))
-    return "".join(out)
+    return "".join(iter_marked_html(decoded_source, ranges, cite_keys, windows=windows))
 
 
-def defused_html(decoded_source: str) -> str:
-    """The decoded HTML source with nothing marked: what a live-page stand-in serves."""
-    return marked_html(decoded_source, [])
+def iter_marked_html(
+    decoded_source: str,
+    ranges: Sequence[tuple[int, int]],
+    cite_keys: Sequence[str] | None = None,
+    *,
+    windows: Sequence[tuple[int, int]] | None = None,
+) -> Iterator[str]:
+    """``marked_html`` in pieces, as they are made: what a server streams."""
+    windowed = windows is not None
+    return _Marking(decoded_source, ranges, cite_keys).pieces(
+        MARK_STYLE if cite_keys is None else SHARED_MARK_STYLE,
+        windows=windows,
+        gap=WINDOW_GAP,
+        max_attribute=VIEW_ATTRIBUTE_CHARS if windowed else None,
+        max_tag=VIEW_SOURCE_CHARS if windowed else None,  # a window holds no tag longer than itself
+    )
 
 
-def _start_tag(name: str, attrs: dict[str, str], self_closing: bool) -> str:
-    parts = [name]
-    for attr, raw_value in attrs.items():
-        if attr.startswith("on") or attr in _DROPPED_ATTRS or not _SAFE_ATTR_NAME.match(attr):
-            continue
-        value = html.unescape(raw_value)  # what the browser would see, entities decoded
-        if attr in _URL_ATTRS and not _safe_url(value):
-            continue
-        if attr in _SUBRESOURCE_ATTRS and not _SAFE_DATA_URL.match(_URL_NOISE.sub("", value)):
-            continue
-        parts.append(f'{attr}="{html.escape(value, quote=True)}"')
-    return "<" + " ".join(parts) + ("/>" if self_closing else ">")
+class _Marking(Defuser):
+    def __init__(self, source: str, ranges: Sequence[tuple[int, int]], cite_keys: Sequence[str] | None) -> None:
+        super().__init__(source)
+        self.ranges = ranges
+        self.range_ends = [b for _, b in ranges]
+        self.cite_keys = cite_keys
+        self.first_mark = [True]
+
+    def text(self, start: int, end: int) -> str:
+        return _marked_text_token(self.source, start, end, self.ranges, self.range_ends, self.first_mark,
+                                  self.cite_keys)
 
 
-def _safe_url(value: str) -> bool:
-    squeezed = _URL_NOISE.sub("", value)
-    return not _ACTIVE_SCHEME.match(squeezed) or bool(_SAFE_DATA_URL.match(squeezed))
+def defused_html(decoded_source: str) -> Iterator[str]:
+    """The decoded HTML source with nothing marked, in pieces: what a live-page stand-in streams."""
+    return iter_marked_html(decoded_source, [])
 
 
 def labelled_ranges(spans: Sequence[tuple[int, int, str]]) -> tuple[list[tuple[int, int]], list[str]]:
@@ -206,11 +175,19 @@ def _outside_entities(source: str, start: int, end: int, a: int, b: int) -> tupl
     return a, b
 
 
-def marked_text(doc_text: str, start: int, end: int, window: int = 6000) -> MarkedText:
-    """``doc_text`` around ``[start, end)``, at most ``window`` characters on each side.
+def marked_text(
+    doc_text: str, start: int, end: int, window: int = VIEW_TEXT_CHARS, max_marked: int = VIEW_CHUNK_CHARS
+) -> MarkedText:
+    """``doc_text`` around ``[start, end)``, at most ``window`` characters on each side, and at
+    most ``max_marked`` of the span itself (a longer one is cut, and nothing after it shown).
 
     >>> marked_text("abcdef", 2, 4, window=1)
     MarkedText(before='b', marked='cd', after='e', clipped_before=True, clipped_after=True)
+    >>> marked_text("abcdef", 1, 5, window=1, max_marked=2)
+    MarkedText(before='a', marked='bc', after='', clipped_before=False, clipped_after=True)
     """
-    lo, hi = max(0, start - window), min(len(doc_text), end + window)
+    lo = max(0, start - window)
+    if end - start > max_marked:
+        return MarkedText(doc_text[lo:start], doc_text[start : start + max_marked], "", lo > 0, True)
+    hi = min(len(doc_text), end + window)
     return MarkedText(doc_text[lo:start], doc_text[start:end], doc_text[end:hi], lo > 0, hi < len(doc_text))

@@ -21,11 +21,13 @@ from markupsafe import Markup
 from index.reader import Index
 from index.viewer.claims import AnswerView, Links, answer_views, page_views
 from index.viewer.marked_source import labelled_ranges, marked_html
-from index.viewer.page_images import DEFAULT_ZOOM, render_page
+from index.viewer.page_images import DEFAULT_ZOOM, render_html_page, render_page
 from index.viewer.source_views import ViewBuilder, ViewKind
 from index.viewer.templating import asset, environment, script_hash
+from ingest.html_layout import close_shared_browser
 from schemas.citations import ClaimRecord
 from schemas.record_json import to_json
+from schemas.records import MediaType
 
 
 def render_report(
@@ -43,7 +45,14 @@ def render_report(
 
     >>> html = render_report(index.open("build/sample-index"), records)   # doctest: +SKIP
     """
-    records = list(records)
+    try:
+        return _render_report(index, list(records), zoom=zoom, source_base=source_base, title=title)
+    finally:
+        close_shared_browser()  # one that took HTML page images here
+
+
+def _render_report(index: Index, records: list[ClaimRecord], *, zoom: float, source_base: str | None,
+                   title: str) -> str:
     answers = answer_views(records, ViewBuilder(index, inline_html=False))
     html_sources, html_keys = shared_html_sources(index, answers)
     images: dict[str, str] = {}
@@ -51,7 +60,11 @@ def render_report(
     for page in page_views(answers):
         key = f"p{len(keys)}"
         keys[(page.doc_id, page.page)] = key
-        image = render_page(index.source_path(page.doc_id), page.page, zoom, doc_id=page.doc_id)
+        if index.document(page.doc_id).media_type is MediaType.HTML:  # a tile of the browser layout
+            image = render_html_page(index.paths.decoded_source(index.document(page.doc_id).source_sha256),
+                                     page.page, doc_id=page.doc_id)
+        else:
+            image = render_page(index.source_path(page.doc_id), page.page, zoom, doc_id=page.doc_id)
         images[key] = image.data_uri()
 
     def source_file(doc_id: str, page: int | None) -> str:
@@ -101,17 +114,32 @@ def shared_html_sources(index: Index, answers: Iterable[AnswerView]) -> tuple[di
     names the copy and switches on its own marks. Returns (key -> page, doc_id -> key).
     """
     spans: dict[str, list[tuple[int, int, str]]] = {}
+    windows: dict[str, list[tuple[int, int]]] = {}  # of a large page: the part around each citation
     for answer in answers:
         for claim in answer.claims:
             for marker in claim.markers:
                 if marker.view.kind is ViewKind.HTML:
                     spans.setdefault(marker.view.doc_id, []).extend((a, b, marker.key) for a, b in marker.view.source_ranges)
+                    if marker.view.windows:
+                        windows.setdefault(marker.view.doc_id, []).extend(marker.view.windows)
     sources, keys = {}, {}
     for n, (doc_id, doc_spans) in enumerate(spans.items()):
         ranges, cite_keys = labelled_ranges(doc_spans)
         keys[doc_id] = f"h{n}"
-        sources[f"h{n}"] = marked_html(index.decoded_source(doc_id), ranges, cite_keys)
+        shown = _merged(windows[doc_id]) if doc_id in windows else None
+        sources[f"h{n}"] = marked_html(index.decoded_source(doc_id), ranges, cite_keys, windows=shown)
     return sources, keys
+
+
+def _merged(windows: list[tuple[int, int]]) -> list[tuple[int, int]]:
+    """Sorted, overlapping windows joined: each part of a page shown once."""
+    merged: list[tuple[int, int]] = []
+    for lo, hi in sorted(windows):
+        if merged and lo <= merged[-1][1]:
+            merged[-1] = (merged[-1][0], max(hi, merged[-1][1]))
+        else:
+            merged.append((lo, hi))
+    return merged
 
 
 def write_report(index: Index, records: Iterable[ClaimRecord], output: str | Path, **options) -> Path:

@@ -8,20 +8,24 @@ so they sit on the page image at whatever size the browser draws it.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 
 from index.inspect import ChunkPlace
 from index.reader import Index
 from index.viewer.marked_source import MarkedText, marked_html, marked_text
+from index.viewer.page_images import html_pages_unavailable
 from schemas.citations import Citation
+from schemas.limits import VIEW_SOURCE_CHARS
 from schemas.records import DocumentRecord, MediaType, PdfPage, Rect
+from schemas.tables import HTML_PAGE_HEIGHT, HTML_PAGE_WIDTH
 
 
 class ViewKind(StrEnum):
     PDF = "pdf"  # page images with highlight boxes
-    HTML = "html"  # the decoded source, defused, the span marked, in a sandboxed iframe
+    HTML = "html"  # the decoded source, defused, the span marked, in a sandboxed iframe (and, laid
+    # out by the build's browser, the page images with boxes, as for a PDF)
     TEXT = "text"  # Markdown or plain text, the span marked
     NONE = "none"  # nothing to show (unverified citation, document gone); ``note`` says why
 
@@ -42,7 +46,7 @@ class PageView:
     doc_id: str
     page: int  # 1-based
     label: str  # printed page label, "" where the PDF has none
-    width: float  # points, as displayed
+    width: float  # points, as displayed (PDF); CSS px of the layout (HTML)
     height: float
     boxes: tuple[Box, ...]
 
@@ -55,6 +59,8 @@ class SourceView:
     pages: tuple[PageView, ...] = ()
     srcdoc: str = ""  # HTML: the page to show in the sandboxed iframe ("" when the page is shared)
     source_ranges: tuple[tuple[int, int], ...] = ()  # HTML: the decoded-source ranges of the span
+    windows: tuple[tuple[int, int], ...] = ()  # HTML: the parts of a large page shown (none: all of it)
+    source_chars: int = 0  # HTML: the length of the decoded source
     text: MarkedText | None = None  # TEXT
     note: str = ""  # a warning (document changed) or why there is nothing to show
 
@@ -67,11 +73,20 @@ class ViewBuilder:
     12.5
     """
 
-    def __init__(self, index: Index, *, inline_html: bool = True) -> None:
+    def __init__(self, index: Index, *, inline_html: bool = True, html_pages: bool | None = None) -> None:
         """``inline_html=False``: HTML views carry their source ranges but no page of their own,
-        for a caller that marks one shared copy of each page (the report)."""
+        for a caller that marks one shared copy of each page (the report). ``html_pages``: whether
+        HTML views show page images with boxes (None: where the index has them and this machine's
+        browser is the one that laid them out)."""
         self.index = index
         self.inline_html = inline_html
+        self._html_pages = html_pages
+
+    @property
+    def html_pages(self) -> bool:
+        if self._html_pages is None:
+            self._html_pages = html_pages_unavailable(self.index.manifest.html_layout) is None
+        return self._html_pages
 
     def citation(self, citation: Citation) -> SourceView:
         if not citation.status.verified:
@@ -121,9 +136,51 @@ class ViewBuilder:
             return self._pdf_view(doc, tuple(rects), page)
         if doc.media_type is MediaType.HTML:
             ranges = tuple(self.index.html_source_map(doc_id).source_ranges(start, end))
-            srcdoc = marked_html(self.index.decoded_source(doc_id), ranges) if self.inline_html else ""
-            return SourceView(ViewKind.HTML, doc_id, "HTML", srcdoc=srcdoc, source_ranges=ranges)
+            source = self.index.decoded_source(doc_id)
+            windows = self.html_windows(doc_id, ranges, len(source))
+            srcdoc = ""
+            if self.inline_html:
+                srcdoc = marked_html(source, ranges, windows=windows or None)
+            note = _windows_note(windows, len(source)) if windows else ""
+            pages = _page_views(doc_id, tuple(rects), page, lambda _: _HTML_PAGE) if self.html_pages else ()
+            where = "HTML" + (f", p. {pages[0].page}" if pages else "")
+            return SourceView(ViewKind.HTML, doc_id, where, pages=pages, srcdoc=srcdoc, source_ranges=ranges,
+                              windows=windows, source_chars=len(source), note=note)
         return self._text_view(doc, doc_version, start, end)
+
+    def html_windows(self, doc_id: str, ranges: Sequence[tuple[int, int]], source_chars: int) -> tuple[tuple[int, int], ...]:
+        """The parts of a page's decoded source to show for a span of ``ranges``: none (the whole
+        page) for a page of at most ``VIEW_SOURCE_CHARS``; else each range with a little source
+        around it (merged where they meet), the first widened backwards and the last forwards to
+        about ``VIEW_SOURCE_CHARS`` in all, and no more than that. Each starts where the source
+        is character data, so that it is tokenized (and defused) as the whole page would be."""
+        if source_chars <= VIEW_SOURCE_CHARS:
+            return ()
+        source_map = self.index.html_source_map(doc_id)
+        windows: list[tuple[int, int]] = []
+        budget = VIEW_SOURCE_CHARS
+        for a, b in ranges or [(0, 0)]:
+            if budget <= 0:
+                break
+            lo = max(0, a - _RANGE_MARGIN)
+            start = source_map.data_position(lo) if lo else 0
+            lo = a if start is None else min(a, start)
+            hi = min(source_chars, b + _RANGE_MARGIN, lo + budget)
+            if windows and lo <= windows[-1][1]:
+                budget -= hi - windows[-1][1]
+                windows[-1] = (windows[-1][0], max(hi, windows[-1][1]))
+            else:
+                budget -= hi - lo
+                windows.append((lo, hi))
+        if budget > 0:  # what is left: context before the span and after it
+            before = min(budget // 3, windows[0][0])
+            lo = windows[0][0] - before
+            start = source_map.data_position(lo) if lo else 0
+            lo = windows[0][0] if start is None else min(windows[0][0], start)
+            windows[0] = (lo, windows[0][1])
+            budget -= before
+            windows[-1] = (windows[-1][0], min(source_chars, windows[-1][1] + max(0, budget)))
+        return tuple(windows)
 
     def _text_view(self, doc: DocumentRecord, doc_version: str, start: int, end: int, note: str = "") -> SourceView:
         where = {MediaType.MARKDOWN: "Markdown", MediaType.HTML: "HTML text"}.get(doc.media_type, "text")
@@ -131,18 +188,7 @@ class ViewBuilder:
         return SourceView(ViewKind.TEXT, doc.doc_id, where, text=text, note=note)
 
     def _pdf_view(self, doc: DocumentRecord, rects: tuple[Rect, ...], page: int | None) -> SourceView:
-        by_page: dict[int, list[Rect]] = {}
-        for rect in rects:
-            by_page.setdefault(rect.page, []).append(rect)
-        if not by_page and page:
-            by_page[page] = []  # a span of synthetic characters only: the page, no boxes
-        pages = []
-        for number in sorted(by_page):
-            size = self.index.pdf_page(doc.doc_id, number)
-            if size is None:
-                continue
-            boxes = tuple(_box(r, size) for r in by_page[number])
-            pages.append(PageView(doc.doc_id, number, size.label, size.width, size.height, boxes))
+        pages = _page_views(doc.doc_id, rects, page, lambda number: self.index.pdf_page(doc.doc_id, number))
         if not pages:
             return SourceView(ViewKind.NONE, doc.doc_id, "PDF", note="no page to show")
         first = pages[0]
@@ -150,7 +196,38 @@ class ViewBuilder:
             where = f"pp. {first.page}–{pages[-1].page}"
         else:
             where = f"p. {first.page}" + (f" (printed {first.label})" if first.label and first.label != str(first.page) else "")
-        return SourceView(ViewKind.PDF, doc.doc_id, where, pages=tuple(pages))
+        return SourceView(ViewKind.PDF, doc.doc_id, where, pages=pages)
+
+
+# An HTML page of the browser layout: what its boxes are measured against.
+_HTML_PAGE = PdfPage(page=0, start=0, end=0, width=HTML_PAGE_WIDTH, height=HTML_PAGE_HEIGHT, rotation=0,
+                     label="", has_text=True)
+
+
+def _page_views(doc_id: str, rects: tuple[Rect, ...], page: int | None, size_of) -> tuple[PageView, ...]:
+    """The pages the rectangles lie on, each with its boxes (``page`` alone where there are none)."""
+    by_page: dict[int, list[Rect]] = {}
+    for rect in rects:
+        by_page.setdefault(rect.page, []).append(rect)
+    if not by_page and page:
+        by_page[page] = []  # a span of synthetic characters only: the page, no boxes
+    pages = []
+    for number in sorted(by_page):
+        size = size_of(number)
+        if size is None:
+            continue
+        boxes = tuple(_box(r, size) for r in by_page[number])
+        pages.append(PageView(doc_id, number, size.label, size.width, size.height, boxes))
+    return tuple(pages)
+
+
+_RANGE_MARGIN = 200  # source shown around each part of a span on a large page
+
+
+def _windows_note(windows: Sequence[tuple[int, int]], source_chars: int) -> str:
+    shown = sum(hi - lo for lo, hi in windows)
+    return (f"A large page ({source_chars:,} characters of source): the span and the source around it are shown, "
+            f"{shown:,} characters from {windows[0][0]:,} to {windows[-1][1]:,}.")
 
 
 def _box(rect: Rect, page: PdfPage) -> Box:

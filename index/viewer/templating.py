@@ -16,6 +16,8 @@ from importlib import resources
 import jinja2
 from markupsafe import Markup
 
+from schemas.limits import VIEW_CHUNK_CHARS
+
 # A <script type="application/json"> block ends at the first "</script": escaping "<", ">"
 # and "&" as JSON \u escapes keeps any string inside it inert. U+2028/9 for old JS parsers.
 _SCRIPT_SAFE = str.maketrans({"<": "\\u003c", ">": "\\u003e", "&": "\\u0026", "\u2028": "\\u2028", "\u2029": "\\u2029"})
@@ -34,6 +36,15 @@ def visible_controls(text: str) -> str:
     'end of page 1␌\npage 2␍\n'
     """
     return text.translate(_VISIBLE_CONTROLS)
+
+
+def clip(text: str, limit: int = VIEW_CHUNK_CHARS) -> str:
+    """``text`` cut to ``limit`` characters, saying how many more there are: what a page shows of a chunk.
+
+    >>> clip("abcdef", 4)
+    'abcd … [2 more characters]'
+    """
+    return text if len(text) <= limit else f"{text[:limit]} … [{len(text) - limit:,} more characters]"
 
 
 def script_json(value: object) -> Markup:
@@ -56,6 +67,7 @@ def environment() -> jinja2.Environment:
     )
     env.filters["script_json"] = script_json
     env.filters["visible_controls"] = visible_controls
+    env.filters["clip"] = clip
     env.filters["pct"] = lambda value: f"{value:.4f}%"
     return env
 

@@ -9,22 +9,26 @@ and its OpenAPI description is generated from the same types
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Annotated, Any
+from typing import Annotated
 
-from fastapi import APIRouter, Body, HTTPException, Query, Request
+from fastapi import APIRouter, HTTPException, Query, Request
+from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import JSONResponse
 from pydantic import BaseModel
+from starlette.requests import ClientDisconnect
 
 from index.chunk_tokens import ChunkToken, chunk_tokens
 from index.inspect import ChunkPlace, inspect_chunk
+from index.search import search_mode
 from index.verify import verify_answer
-from index.viewer.server.state import ServerState
+from index.viewer.server.state import ServerState, refuse_answer
 from schemas.answer_json import ANSWER_DESCRIPTION, NOT_FROM_THE_MODEL, REQUIRED, answer_json_schema, parse_answer
 from schemas.citations import Answer, ClaimRecord, Policy, VerifySummary
 from schemas.errors import AnswerFormatError
+from schemas.json_input import loads
 from schemas.json_schema import record_schemas
 from schemas.record_json import record_json_schema, to_json
-from schemas.records import SearchHit
+from schemas.records import SearchHit, SearchMode
 
 router = APIRouter(prefix="/api", tags=["api"])
 
@@ -36,6 +40,7 @@ _COMPONENTS = "#/components/schemas/"
 class SearchResponse(BaseModel):
     query: str
     k: int
+    mode: SearchMode
     generation: str
     hits: list[SearchHit]
 
@@ -71,16 +76,21 @@ def _server(request: Request) -> ServerState:
     return request.app.state.server
 
 
-@router.get("/search", response_model=SearchResponse, summary="Nearest chunks to a query, with their exact spans")
+@router.get("/search", response_model=SearchResponse, summary="The chunks that best match a query, with their exact spans")
 def api_search(
     request: Request,
     q: Annotated[str, Query(min_length=1, max_length=2000, description="the query")],
     k: Annotated[int, Query(ge=1, le=MAX_K, description="number of hits")] = 5,
+    mode: Annotated[
+        SearchMode | None,
+        Query(description="dense (embeddings), lexical (BM25) or hybrid (reciprocal rank fusion); default lexical"),
+    ] = None,
 ) -> SearchResponse:
     server = _server(request)
     with server.reading():
-        hits = server.index.search(q, k)
-    return SearchResponse(query=q, k=k, generation=server.index.generation.name, hits=hits)
+        used = search_mode(server.index, mode)
+        hits = server.index.search(q, k, mode=used)
+    return SearchResponse(query=q, k=k, mode=used, generation=server.index.generation.name, hits=hits)
 
 
 @router.post(
@@ -92,20 +102,31 @@ def api_search(
     openapi_extra={"requestBody": {"required": True, **_json_body(openapi_components()["Answer"], "a model's answer")}},
     responses={
         200: _json_body({"$ref": _COMPONENTS + "VerifyResponse"}, "one located record per claim, and the summary"),
-        413: {"description": "request body too large"},
-        422: {"description": "not an answer"},
+        413: {"description": "request body over the limit on an answer's size"},
+        422: {"description": "not an answer: not JSON, nested too deeply, a number out of range, the wrong "
+                              "shape, or more claims than the limit (the detail says which)"},
     },
 )
-def api_verify(
+async def api_verify(
     request: Request,
-    answer: Annotated[dict[str, Any], Body()],
     policy: Annotated[Policy, Query(description="what happens to claims that fail")] = Policy.MARK,
 ) -> JSONResponse:
-    server = _server(request)
+    # The body is read here, not by FastAPI: hostile JSON (nested 100,000 deep, an integer of
+    # 5,001 digits) is refused with a reason by the same reader the CLI uses.
     try:
-        parsed = parse_answer(answer)
+        body = await request.body()
+    except ClientDisconnect:  # the client left, or the body limit cut it off (and answered 413)
+        raise HTTPException(400, "the request body did not arrive whole") from None
+    return await run_in_threadpool(_verify, request, body, policy)
+
+
+def _verify(request: Request, body: bytes, policy: Policy) -> JSONResponse:
+    try:
+        parsed = parse_answer(loads(body, "the request body"), where="the answer")
     except AnswerFormatError as exc:
+        refuse_answer(request, exc)
         raise HTTPException(422, str(exc)) from None
+    server = _server(request)
     with server.reading():
         records, summary = verify_answer(server.index, parsed, policy=policy)
     response = VerifyResponse(parsed.answer_id, policy, server.index.generation.name, tuple(records), summary)

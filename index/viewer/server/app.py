@@ -11,32 +11,34 @@ stored HTML page, defused, where a text fragment can land). API under
 
 from __future__ import annotations
 
-import json
 import time
 from pathlib import Path
 from typing import Annotated
 
 from fastapi import FastAPI, File, Form, HTTPException, Query, Request, UploadFile
-from fastapi.responses import FileResponse, HTMLResponse, JSONResponse, Response
+from fastapi.responses import FileResponse, HTMLResponse, JSONResponse, Response, StreamingResponse
 from fastapi.staticfiles import StaticFiles
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.middleware.trustedhost import TrustedHostMiddleware
 
 from index.chunk_tokens import chunk_tokens
 from index.inspect import inspect_chunk
+from index.search import search_mode
 from index.verify import verify_answer
 from index.viewer.claims import answer_views
 from index.viewer.marked_source import defused_html
 from index.viewer.page_images import DEFAULT_ZOOM
 from index.viewer.server import api
 from index.viewer.server.security import MAX_BODY_BYTES, PDF_CSP, SANDBOX_CSP, BodyLimit, SecurityHeaders
-from index.viewer.server.state import ServerState
+from index.viewer.server.state import ServerState, refuse_answer
 from index.viewer.templating import environment
 from ingest.embed import Embedder
 from schemas.answer_json import parse_answer
 from schemas.citations import Policy
 from schemas.errors import AnswerFormatError, SpanindexError
-from schemas.records import MediaType
+from schemas.json_input import loads, replace_surrogates
+from schemas.limits import VIEW_SIBLINGS
+from schemas.records import MediaType, SearchMode
 
 LOOPBACK_HOSTS = ["127.0.0.1", "localhost", "[::1]", "::1"]
 MAX_PAGE_HITS = 50
@@ -104,13 +106,16 @@ def create_app(
     def search_page(
         q: Annotated[str, Query(max_length=2000)] = "",
         k: Annotated[int, Query(ge=1, le=MAX_PAGE_HITS)] = 5,
+        mode: Annotated[SearchMode | None, Query()] = None,
     ):
         hits = []
-        if q.strip():
-            with server.reading():
-                for hit in server.index.search(q, k):
+        with server.reading():
+            used = search_mode(server.index, mode)
+            if q.strip():
+                for hit in server.index.search(q, k, mode=used):
                     hits.append({"hit": hit, "view": server.views.chunk(inspect_chunk(server.index, hit.chunk_id))})
-        return page("search.html", title="Search", active="search", query=q, k=k, max_k=MAX_PAGE_HITS, hits=hits)
+        return page("search.html", title="Search", active="search", query=q, k=k, max_k=MAX_PAGE_HITS, hits=hits,
+                    mode=used.value, modes=[m.value for m in SearchMode])
 
     @app.get("/verify", response_class=HTMLResponse, include_in_schema=False)
     def verify_form():
@@ -122,17 +127,21 @@ def create_app(
 
     @app.post("/verify", response_class=HTMLResponse, include_in_schema=False)
     def verify_page(
+        request: Request,
         answer: Annotated[str, Form()] = "",
         answer_file: Annotated[UploadFile | None, File()] = None,
         policy: Annotated[Policy, Form()] = Policy.MARK,
     ):
-        raw = answer_file.file.read() if answer_file is not None and answer_file.filename else answer.encode("utf-8")
+        uploaded = answer_file is not None and answer_file.filename
+        # Text that is not UTF-8 stays so ("surrogatepass"): the reader refuses it with a reason.
+        raw = answer_file.file.read() if uploaded else answer.encode("utf-8", "surrogatepass")
         try:
-            parsed = parse_answer(json.loads(raw), where="the answer")
-        except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-            return _verify_form(422, f"not valid JSON: {exc}", answer, policy.value)
+            parsed = parse_answer(loads(raw, "the answer"), where="the answer")
         except AnswerFormatError as exc:
-            return _verify_form(422, str(exc), answer, policy.value)
+            refuse_answer(request, exc)
+            return _verify_form(422, str(exc), replace_surrogates(answer), policy.value)
+        if not parsed.claims:
+            return _verify_form(200, "the answer has no claims: nothing to verify", replace_surrogates(answer), policy.value)
         with server.reading():
             records, summary = verify_answer(server.index, parsed, policy=policy)
             answers = answer_views(records, server.views)
@@ -150,9 +159,11 @@ def create_app(
                 place = inspect_chunk(server.index, chunk_id)
                 siblings = [c.chunk_id for c in sorted(server.index.chunks_of(chunk.doc_id), key=lambda c: c.seq)]
                 at = siblings.index(chunk_id)
+                first = max(0, at - VIEW_SIBLINGS)  # the list around this chunk, not the whole document's
                 context.update(
                     title=f"Chunk {chunk_id}", place=place, view=server.views.chunk(place),
-                    tokens=chunk_tokens(server.index.manifest, chunk), siblings=siblings,
+                    tokens=chunk_tokens(server.index.manifest, chunk), n_siblings=len(siblings),
+                    siblings=siblings[first : at + VIEW_SIBLINGS + 1], siblings_start=first,
                     previous=siblings[at - 1] if at > 0 else "", next=siblings[at + 1] if at + 1 < len(siblings) else "",
                 )
         return page("inspect.html", **context)
@@ -162,13 +173,22 @@ def create_app(
         started = time.perf_counter()
         with server.reading():
             doc = server.document(doc_id)
-            if doc is None or doc.media_type is not MediaType.PDF or not 1 <= page <= doc.n_pages:
+            if doc is not None and doc.media_type is MediaType.HTML:  # a page of the browser layout
+                boxes = server.index.html_box_map(doc_id)
+                if boxes is None or not server.views.html_pages or not 1 <= page <= int(boxes.run_pages.max()):
+                    raise HTTPException(404, "no such page")
+                image, cached = server.images.get_html(server.index.paths.decoded_source(doc.source_sha256), page,
+                                                       doc_id=doc_id)
+                renderer = "chromium"
+            elif doc is None or doc.media_type is not MediaType.PDF or not 1 <= page <= doc.n_pages:
                 raise HTTPException(404, "no such page")
-            image, cached = server.images.get(server.index.source_path(doc_id), page, server.zoom, doc_id=doc_id)
+            else:
+                image, cached = server.images.get(server.index.source_path(doc_id), page, server.zoom, doc_id=doc_id)
+                renderer = "pymupdf"
         took = (time.perf_counter() - started) * 1000
         return Response(image.png, media_type="image/png", headers={
             "Cache-Control": "private, max-age=3600",
-            "Server-Timing": f'render;dur={took:.1f};desc="{"cached" if cached else "pymupdf"}"',
+            "Server-Timing": f'render;dur={took:.1f};desc="{"cached" if cached else renderer}"',
         })
 
     @app.get("/documents/{doc_id:path}/file", include_in_schema=False)
@@ -192,7 +212,23 @@ def create_app(
             doc = server.document(doc_id)
             if doc is None or doc.media_type is not MediaType.HTML:
                 raise HTTPException(404, "no such HTML document")
-            html = defused_html(server.index.decoded_source(doc_id))
-        return HTMLResponse(html, headers={"Content-Security-Policy": SANDBOX_CSP})
+            source = server.index.decoded_source(doc_id)
+        # The whole page, on request only: streamed as it is defused, never held whole a second time.
+        return StreamingResponse(_in_blocks(defused_html(source)), media_type="text/html; charset=utf-8",
+                                 headers={"Content-Security-Policy": SANDBOX_CSP})
 
     return app
+
+
+def _in_blocks(pieces, size: int = 1 << 16):
+    """Many small strings as UTF-8 blocks of about ``size`` bytes: what a stream sends."""
+    block: list[str] = []
+    length = 0
+    for piece in pieces:
+        block.append(piece)
+        length += len(piece)
+        if length >= size:
+            yield "".join(block).encode("utf-8")
+            block, length = [], 0
+    if block:
+        yield "".join(block).encode("utf-8")

@@ -11,7 +11,9 @@ from __future__ import annotations
 from starlette.datastructures import MutableHeaders
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-MAX_BODY_BYTES = 2 * 1024 * 1024
+from schemas.limits import AnswerLimits
+
+MAX_BODY_BYTES = AnswerLimits().max_bytes  # the largest answer (schemas.limits); nothing else is posted
 
 PAGE_CSP = "; ".join([
     "default-src 'none'",

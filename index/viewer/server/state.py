@@ -11,6 +11,7 @@ about to delete.
 from __future__ import annotations
 
 import contextlib
+import logging
 import threading
 from collections.abc import Iterator
 from pathlib import Path
@@ -21,7 +22,10 @@ from index.viewer.claims import Links
 from index.viewer.page_images import DEFAULT_ZOOM, PageImageCache
 from index.viewer.source_views import PageView, ViewBuilder
 from ingest.embed import Embedder
+from schemas.errors import SpanindexError
 from schemas.records import DocStatus, DocumentRecord
+
+log = logging.getLogger("spanindex.server")
 
 
 class ServerState:
@@ -50,6 +54,12 @@ class ServerState:
         if doc is None or doc.status is not DocStatus.OK:
             return None
         return doc
+
+
+def refuse_answer(request, error: SpanindexError) -> None:
+    """One log line for an answer the server refused (the client gets the reason in its 422)."""
+    reason = str(error).encode("unicode_escape").decode("ascii")[:300]  # one line, whatever it quotes
+    log.warning("refused %s %s: %s", request.method, request.url.path, reason)
 
 
 def document_url(doc_id: str, what: str) -> str:

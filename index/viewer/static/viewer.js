@@ -18,26 +18,52 @@
     return null;
   }
 
-  // Centre `el` in its nearest scrolling box only: the rest of the page stays put.
-  function centre(el) {
-    var box = scroller(el);
-    var r = el.getBoundingClientRect();
+  // What the window shows of `box` (the window itself when null), less the view header stuck at its top.
+  function visibleArea(box, view) {
+    var top = 0, bottom = window.innerHeight;
     if (box) {
       var b = box.getBoundingClientRect();
-      box.scrollTop += (r.top - b.top) - (b.height - r.height) / 2;
-      box.scrollLeft += Math.min(0, r.left - b.left - 16);
-    } else if (r.top < 0 || r.bottom > window.innerHeight) {
-      window.scrollBy(0, r.top - (window.innerHeight - r.height) / 2);
+      top = Math.max(top, b.top + box.clientTop);
+      bottom = Math.min(bottom, b.top + box.clientTop + box.clientHeight);
     }
+    var head = view && view.querySelector(".view-head");
+    if (head && getComputedStyle(head).position === "sticky") top = Math.max(top, head.getBoundingClientRect().bottom);
+    return {top: top, bottom: bottom};
   }
 
+  // Centre the rectangle `where()` gives (window coordinates) in what `anchor`'s scrolling box
+  // shows below the view header; then, if the window does not show it, scroll the window too.
+  function reveal(anchor, where) {
+    var view = anchor.closest(".view");
+    var box = scroller(anchor);
+    (box ? [box, null] : [null]).forEach(function (b) {
+      var area = visibleArea(b, view), r = where();
+      if (!b && r.top >= area.top && r.bottom <= area.bottom) return;
+      var delta = r.top - (area.top + Math.max(0, (area.bottom - area.top - (r.bottom - r.top)) / 2));
+      if (b) b.scrollTop += delta; else window.scrollBy(0, delta);
+    });
+  }
+
+  function centre(el) {
+    reveal(el, function () { return el.getBoundingClientRect(); });
+  }
+
+  // Centre the first mark inside the frame's own page; then, unless the view shows the span on
+  // page images (whose boxes come first), bring the mark into the window.
   function centreInFrame(frame) {
     var doc = frame.contentDocument;
     var hit = doc && doc.getElementById("spanindex-hit");
     if (!hit) return;
     var win = frame.contentWindow;
     var r = hit.getBoundingClientRect();
-    win.scrollTo(win.scrollX + Math.min(0, r.left - 16), win.scrollY + r.top - (win.innerHeight - r.height) / 2);
+    var x = (r.left < 0 || r.right > win.innerWidth) ? win.scrollX + r.left - 16 : win.scrollX;
+    win.scrollTo(x, win.scrollY + r.top - (win.innerHeight - r.height) / 2);
+    var view = frame.closest(".view");
+    if (view && view.querySelector(".page .hl")) return;
+    reveal(frame, function () {
+      var f = frame.getBoundingClientRect(), m = hit.getBoundingClientRect();
+      return {top: f.top + frame.clientTop + m.top, bottom: f.top + frame.clientTop + m.bottom};
+    });
   }
 
   // A shared copy of a page: switch on this citation's marks; the first becomes the hit.
@@ -89,12 +115,28 @@
     return true;
   }
 
+  // A popup has done its work once its citation is opened: it stays closed until the pointer
+  // (or the focus) leaves its marker, so it never covers the start of the highlight.
+  function closePopup(link) {
+    var wrap = link.closest(".cite-wrap");
+    if (!wrap) return;
+    wrap.classList.add("closed");
+    var reopen = function () {
+      wrap.classList.remove("closed");
+      wrap.removeEventListener("mouseleave", reopen);
+      wrap.removeEventListener("focusout", reopen);
+    };
+    wrap.addEventListener("mouseleave", reopen);
+    if (wrap.contains(document.activeElement)) wrap.addEventListener("focusout", reopen);  // opened by keyboard
+  }
+
   document.addEventListener("click", function (event) {
     var link = event.target.closest ? event.target.closest("a[data-view]") : null;
     if (link && openView(link.dataset.view)) {
       event.preventDefault();
       history.replaceState(null, "", "#" + link.dataset.view);
-      if (event.detail > 0) link.blur();  // a mouse click: the popup has done its work
+      if (event.detail > 0) link.blur();  // a mouse click
+      closePopup(link);
     }
   });
   document.addEventListener("keydown", function (event) {

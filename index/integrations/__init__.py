@@ -1,0 +1,65 @@
+"""spanindex where RAG applications already are: LangChain and LlamaIndex retrievers.
+
+Each retrieved document carries, in its metadata, where its text is: ``chunk_id``,
+``doc_id``, ``doc_version``, ``start``/``end`` (code points into the document text),
+``page_start``/``page_end``, the ``locator`` that opens the source at the chunk and
+``url`` (the page's own address with it, when known), so that an answer built on
+it can be checked by ``spanindex verify`` afterwards.
+
+    pip install 'spanindex[langchain]'     # index.integrations.langchain.SpanindexRetriever
+    pip install 'spanindex[llamaindex]'    # index.integrations.llamaindex.SpanindexRetriever
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from index.hit_links import hit_link
+from schemas.records import SearchHit
+
+METADATA_KEYS = (
+    "chunk_id", "doc_id", "doc_version", "start", "end", "page_start", "page_end",
+    "locator", "url", "title", "media_type", "rank", "score", "mode",
+)
+
+
+def open_index(index_or_path):
+    """An open Index, from an Index or an index folder."""
+    if isinstance(index_or_path, (str, Path)):
+        import index
+
+        return index.open(index_or_path)
+    return index_or_path
+
+
+def hit_metadata(idx, hit: SearchHit, mode: str) -> dict:
+    """The flat metadata of one hit (str, int, float or None values only); ``mode``: the one used."""
+    link = hit_link(idx, hit)
+    return {
+        "chunk_id": hit.chunk_id,
+        "doc_id": hit.doc_id,
+        "doc_version": hit.doc_version,
+        "start": hit.start,
+        "end": hit.end,
+        "page_start": hit.page_start,
+        "page_end": hit.page_end,
+        "locator": link.locator,
+        "url": link.url,
+        "title": link.title,
+        "media_type": link.media_type,
+        "rank": hit.rank,
+        "score": hit.score,
+        "mode": mode,
+    }
+
+
+def search(idx, query: str, k: int, mode: str | None) -> tuple[list[SearchHit], str]:
+    """The hits of ``Index.search`` and the mode it used (``mode``, or the default)."""
+    from index.search import search_mode
+
+    used = search_mode(idx, mode)
+    return idx.search(query, k, mode=used), used.value
+
+
+def missing(extra: str, package: str) -> ImportError:
+    return ImportError(f"this integration needs {package}: pip install 'spanindex[{extra}]'")

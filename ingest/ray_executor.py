@@ -1,0 +1,373 @@
+"""Run a build on a Ray cluster: parsing and chunking as Ray tasks, embedding in Ray actors.
+
+The driver (the process that runs the build) reads each file and ships its
+bytes to a task through Ray's object store, at most ``in_flight`` files ahead
+of the one it is waiting for, and takes the results in file order, so its
+memory stays flat however large the corpus. A task runs the same
+``ingest.worker`` code as a local worker process and returns the document
+text with its tables; the driver stores them and writes the generation, as a
+local build does. Workers need neither the corpus nor the index folder, but
+they do need the same spanindex, parser libraries and model as the driver: a
+node that differs stops the build (``ClusterError``) before anything is
+written from it. What runs on the nodes is ``ingest.ray_nodes``.
+
+``--doc-timeout`` counts from when a task starts (each task signs in on a
+start board), not from when it was submitted, so files that wait for a busy
+or still-scaling cluster are not timed out; a task past its time is cancelled
+with its worker process killed. A task whose worker dies is run once more (a
+node can be lost); a file that kills its worker again becomes the error row a
+local build gives it.
+"""
+
+from __future__ import annotations
+
+import collections
+import contextlib
+import dataclasses
+import itertools
+import logging
+import socket
+import time
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from ingest.embed import Embedder
+from ingest.model import ModelInfo
+from ingest.ray_nodes import EmbedActor, StartBoard, node_expectations, parse_remote
+from ingest.worker import (
+    DocResult,
+    FileJob,
+    WorkerSettings,
+    crashed_result,
+    process_source,
+    read_source,
+    store_document,
+    timed_out_result,
+)
+from schemas.embedding import Device, EmbedBackend
+from schemas.errors import ClusterError
+
+POLL_S = 1.0  # how often the driver asks whether a task it waits for has started
+
+
+@dataclass(frozen=True, slots=True)
+class RaySettings:
+    """Where and how wide a Ray build runs.
+
+    ``address``: None starts a Ray instance on this machine for the build and stops it
+    after; ``"auto"``, ``"HOST:PORT"`` or ``"ray://HOST:PORT"`` joins a running cluster
+    and leaves it running.
+    """
+
+    address: str | None = None
+    embed_actors: int = 0  # 0: one per GPU of the cluster, or one (on a CPU) where it has none
+    in_flight: int = 0  # files shipped ahead of the one the driver waits for; 0: twice the cluster's CPUs
+    num_cpus: int | None = None  # CPUs of the instance started when there is no address (None: all)
+    crash_retries: int = 1  # a task whose worker dies is run again this many times before its file fails
+
+
+class RayExecutor:
+    """Parse and chunk in Ray tasks, embed in Ray actors; the driver writes the index.
+
+    >>> with RayExecutor(RaySettings(num_cpus=2)) as executor:   # doctest: +SKIP
+    ...     report = build_index("corpus", "index", executor=executor)
+    """
+
+    def __init__(self, settings: RaySettings = RaySettings(),
+                 work: Callable[[FileJob, bytes], DocResult] = process_source) -> None:
+        self.settings = settings
+        self.work = work  # a module-level function, run in the tasks on each file's bytes
+        self.in_flight = 0
+        self._ray = None
+        self._owns_ray = False
+        self._board = None
+        self._parse = None
+        self._actors: list = []
+        self._keys = itertools.count()
+        self._signed_out: list[int] = []
+
+    # -- the cluster ---------------------------------------------------------------------
+
+    def __enter__(self) -> RayExecutor:
+        self.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    def start(self) -> None:
+        if self._ray is not None:
+            return
+        ray = _import_ray()
+        if not ray.is_initialized():
+            quiet = dict(log_to_driver=False, logging_level=logging.ERROR)
+            if self.settings.address is None:
+                ray.init(address="local", num_cpus=self.settings.num_cpus, include_dashboard=False, **quiet)
+            else:
+                _check_reachable(self.settings.address)
+                try:
+                    ray.init(address=self.settings.address, **quiet)
+                except (ConnectionError, ValueError, RuntimeError) as exc:
+                    raise ClusterError(
+                        f"cannot join the Ray cluster at {self.settings.address!r}: {exc} (a cluster with token "
+                        "authentication needs RAY_AUTH_MODE=token and its token, as any Ray driver does)"
+                    ) from None
+            self._owns_ray = True
+        self._ray = ray
+        cpus = int(ray.cluster_resources().get("CPU", 1))
+        self.in_flight = self.settings.in_flight or max(2, 2 * cpus)
+        self._board = ray.remote(num_cpus=0)(StartBoard).remote()
+        self._parse = ray.remote(num_cpus=1, max_retries=0)(parse_remote)
+
+    def close(self) -> None:
+        ray, self._ray = self._ray, None
+        if ray is None:
+            return
+        actors, self._actors, self._board = [*self._actors, self._board], [], None
+        if self._owns_ray:
+            # Stops the instance this executor started; from a joined cluster it disconnects,
+            # and the cluster ends the actors this driver owned. The cluster keeps running.
+            ray.shutdown()
+            self._owns_ray = False
+        else:  # Ray was started by our caller, who goes on using it
+            for actor in actors:
+                if actor is not None:
+                    ray.kill(actor)
+
+    def describe(self) -> str:
+        ray = self._require()
+        resources = ray.cluster_resources()
+        nodes = sum(1 for node in ray.nodes() if node.get("Alive"))
+        where = "a local Ray instance" if self.settings.address is None else f"the Ray cluster at {self.settings.address}"
+        gpus = int(resources.get("GPU", 0))
+        return (f"{where}: {nodes} node{'s' if nodes != 1 else ''}, {int(resources.get('CPU', 0))} CPUs"
+                f"{f', {gpus} GPUs' if gpus else ''}; {len(self._actors) or 'no'} embedding actors")
+
+    def _require(self):
+        if self._ray is None:
+            raise ClusterError("the Ray executor is not started: use it as a context manager")
+        return self._ray
+
+    # -- parsing and chunking ------------------------------------------------------------
+
+    def process(self, jobs: Sequence[FileJob], settings: WorkerSettings, timeout_s: float | None = None) -> Iterator[DocResult]:
+        """Each file's bytes parsed and chunked in a Ray task; results in job order."""
+        ray, work = self._require(), self.work
+        if settings.index_root is None:
+            raise ValueError("the driver stores texts and sources: WorkerSettings.index_root is needed")
+        expected = node_expectations(settings.model)
+        shipped = ray.put(dataclasses.replace(settings, index_root=None))
+        window: collections.deque[_Flight] = collections.deque()
+        pending = iter(jobs)
+        try:
+            while True:
+                while len(window) < self.in_flight and (job := next(pending, None)) is not None:
+                    window.append(self._submit(job, shipped, settings, expected, work))
+                if not window:
+                    return
+                flight = window.popleft()
+                result = flight.result or self._finish(flight, window, timeout_s)
+                if result.files is not None:
+                    store_document(settings.index_root, result.record, ray.get(flight.source), result.files)
+                    result.files = None
+                self._signed_out.extend(flight.keys)
+                if len(self._signed_out) >= 256:  # the board forgets the tasks that are done
+                    self._board.forget.remote(self._signed_out)
+                    self._signed_out = []
+                yield result
+        finally:
+            for flight in window:  # the consumer stopped early (an error, an interrupt)
+                if flight.task is not None:
+                    ray.cancel(flight.task, force=True)
+
+    def _submit(self, job, shipped, settings: WorkerSettings, expected, work) -> _Flight:
+        source = read_source(job, settings)
+        if isinstance(source, DocResult):  # too large, unreadable, or unchanged: no task needed
+            return _Flight(job, result=source)
+        flight = _Flight(job, source=self._ray.put(source), call=(shipped, expected, work))
+        self._launch(flight)
+        return flight
+
+    def _launch(self, flight: _Flight) -> None:
+        flight.key = next(self._keys)
+        flight.keys.append(flight.key)
+        flight.submitted_at, flight.started_at = time.time(), None
+        shipped, expected, work = flight.call
+        flight.task = self._parse.remote(self._board, flight.key, flight.job, flight.source, shipped, expected, work)
+
+    def _finish(self, flight: _Flight, window: collections.deque[_Flight], timeout_s: float | None) -> DocResult:
+        ray = self._ray
+        while True:
+            if not self._wait(flight, window, timeout_s):
+                return self._stop(flight, timeout_s)
+            try:
+                return ray.get(flight.task)
+            except _crash_errors(ray):
+                if flight.attempts > self.settings.crash_retries:
+                    return crashed_result(flight.job)
+                flight.attempts += 1
+                self._launch(flight)
+            except ray.exceptions.RayTaskError as exc:
+                cause = exc.cause
+                if isinstance(cause, ClusterError):
+                    raise ClusterError(cause.message) from None
+                raise ClusterError(f"the Ray task failed outside the parser: {cause!r}", doc_id=flight.job.doc_id) from exc
+
+    def _wait(self, flight: _Flight, window: collections.deque[_Flight], timeout_s: float | None) -> bool:
+        """Until ``flight``'s task is done (True), or has run ``timeout_s`` since it started (False).
+
+        Tasks behind it that overrun their time are stopped meanwhile: a younger task stuck
+        in a loop would otherwise hold the worker the one waited for needs.
+        """
+        ray = self._ray
+        if timeout_s is None:
+            ray.wait([flight.task], timeout=None)
+            return True
+        while True:
+            running = [f for f in (flight, *window) if f.result is None and f.task is not None]
+            self._learn_starts(running)
+            now = time.time()
+            for other in running[1:]:
+                if other.started_at is not None and now >= other.started_at + timeout_s:
+                    if not ray.wait([other.task], timeout=0)[0]:
+                        other.result = self._stop(other, timeout_s)
+            deadlines = [f.started_at + timeout_s for f in running if f.started_at is not None and f.result is None]
+            left = min([now + POLL_S, *deadlines]) - now
+            ready, _ = ray.wait([flight.task], timeout=max(0.0, left))
+            if ready:
+                return True
+            if flight.started_at is not None and time.time() >= flight.started_at + timeout_s:
+                return False
+
+    def _learn_starts(self, flights: list[_Flight]) -> None:
+        """When the tasks that had not yet signed in on the start board started, if they have."""
+        waiting = [f for f in flights if f.started_at is None]
+        if not waiting:
+            return
+        try:
+            signed_in = self._ray.get(self._board.since.remote([f.key for f in waiting]))
+        except self._ray.exceptions.RayActorError as exc:
+            raise ClusterError(f"the start board did not start: {_actor_failure(exc)}") from None
+        for f in waiting:
+            if signed_in.get(f.key) is not None:  # a worker's clock: bounded by what the driver saw
+                f.started_at = min(time.time(), max(f.submitted_at, signed_in[f.key]))
+
+    def _stop(self, flight: _Flight, timeout_s: float) -> DocResult:
+        self._ray.cancel(flight.task, force=True)  # kills its worker process: a parser stuck in a loop stops
+        return timed_out_result(flight.job, timeout_s)
+
+    # -- embedding -----------------------------------------------------------------------
+
+    @contextlib.contextmanager
+    def embedding(self, model: ModelInfo, embedder: Embedder | None = None,
+                  backend: EmbedBackend = EmbedBackend.TORCH, device: Device = Device.AUTO) -> Iterator[RayEmbedder]:
+        """A pool of actors, each loading ``model`` once (or running ``embedder``, shipped to them),
+        for the length of the ``with`` block: their CPUs or GPUs are the cluster's again after it."""
+        ray = self._require()
+        gpus = int(ray.cluster_resources().get("GPU", 0))
+        size = self.settings.embed_actors or max(gpus, 1)
+        options = dict(num_gpus=1, num_cpus=1) if gpus else dict(num_cpus=1)
+        actor_class = ray.remote(max_restarts=1, max_task_retries=1, **options)(EmbedActor)
+        expected = node_expectations(model)
+        actors = [actor_class.remote(model, embedder, expected, backend, device) for _ in range(size)]
+        self._actors.extend(actors)
+        try:
+            yield RayEmbedder(ray, actors)
+        finally:
+            for actor in actors:
+                ray.kill(actor, no_restart=True)
+                self._actors.remove(actor)
+
+
+@dataclass(slots=True, eq=False)
+class _Flight:
+    """One file between the driver and the cluster."""
+
+    job: FileJob
+    result: DocResult | None = None  # known without a task (unreadable, unchanged, too large)
+    source: object = None  # the ObjectRef of the file's bytes
+    call: tuple = ()
+    task: object = None  # the ObjectRef of the task's DocResult
+    key: int = -1  # the task's entry on the start board
+    keys: list[int] = dataclasses.field(default_factory=list)  # every attempt's
+    submitted_at: float = 0.0
+    started_at: float | None = None
+    attempts: int = 1
+
+
+def _crash_errors(ray) -> tuple[type[BaseException], ...]:
+    """The failures that take a task's worker (or its node) down: not the file's text, its process."""
+    e = ray.exceptions
+    return (e.WorkerCrashedError, e.OutOfMemoryError, e.NodeDiedError, e.LocalRayletDiedError, e.ObjectLostError)
+
+
+class RayEmbedder:
+    """An ``Embedder`` on a pool of Ray actors: a build's batches go to them in turn, two per
+    actor in flight (``embed_later``); ``embed`` splits one batch over all of them."""
+
+    def __init__(self, ray, actors: list) -> None:
+        self._ray = ray
+        self.actors = actors
+        self.batches_ahead = 2 * len(actors)
+        self._turn = itertools.cycle(actors)
+        try:
+            identities = ray.get([actor.identity.remote() for actor in actors])
+        except ray.exceptions.RayActorError as exc:
+            raise ClusterError(f"an embedding actor did not start: {_actor_failure(exc)}") from None
+        if len({(model_id, dim, backend) for model_id, dim, _, backend, _ in identities}) != 1:
+            raise ClusterError(f"the embedding actors disagree on the model: {sorted(set(identities))}")
+        self.model_id, self.dim, _, self.backend, _ = identities[0]
+        self.devices = collections.Counter(where for _, _, where, _, _ in identities)
+        # The manifest records one device: the actors' commonest (all alike on a uniform cluster).
+        self.device = collections.Counter(device for *_, device in identities).most_common(1)[0][0]
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        if not texts:
+            return np.zeros((0, self.dim), dtype=np.float32)
+        size = -(-len(texts) // len(self.actors))
+        pieces = [list(texts[i : i + size]) for i in range(0, len(texts), size)]
+        calls = [actor.embed.remote(piece) for actor, piece in zip(self.actors, pieces)]
+        return _PendingVectors(self._ray, calls).result()
+
+    def embed_later(self, texts: Sequence[str]) -> _PendingVectors:
+        return _PendingVectors(self._ray, [next(self._turn).embed.remote(list(texts))])
+
+
+@dataclass(frozen=True, slots=True)
+class _PendingVectors:
+    _ray: object
+    calls: list
+
+    def result(self) -> np.ndarray:
+        try:
+            return np.concatenate(self._ray.get(self.calls)).astype(np.float32, copy=False)
+        except self._ray.exceptions.RayError as exc:
+            raise ClusterError(f"embedding failed on the cluster: {_actor_failure(exc)}") from None
+
+
+def _actor_failure(exc) -> str:
+    cause = getattr(exc, "cause", None)
+    return str(cause.message if isinstance(cause, ClusterError) else cause or exc).strip().splitlines()[-1]
+
+
+def _check_reachable(address: str) -> None:
+    """Refuse an address nothing listens on: Ray would retry a GCS address forever."""
+    if address == "auto":
+        return  # Ray finds the cluster this machine runs, or says there is none
+    host, _, port = address.removeprefix("ray://").rpartition(":")
+    try:
+        socket.create_connection((host or "127.0.0.1", int(port)), timeout=10).close()
+    except ValueError:
+        raise ClusterError(f"--ray-address {address!r} is not auto, HOST:PORT or ray://HOST:PORT") from None
+    except OSError as exc:
+        raise ClusterError(f"no Ray cluster answers at {address!r}: {exc.strerror or exc}") from None
+
+
+def _import_ray():
+    try:
+        import ray
+    except ImportError:
+        raise ClusterError("--executor ray needs Ray on this machine: pip install 'spanindex[ray]'") from None
+    return ray

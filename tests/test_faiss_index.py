@@ -1,0 +1,154 @@
+"""The vector index: which one `auto` builds, its search parameters, and in-place updates."""
+
+from __future__ import annotations
+
+import faiss
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from conftest import examples
+from ingest.faiss_index import (
+    FLAT_MAX_VECTORS,
+    apply_search_params,
+    build_ann,
+    id_changes,
+    plan_index,
+    search_params_of,
+    update_ann,
+    update_reason,
+)
+from schemas.ann import AnnParams
+
+DIM = 32
+
+
+def clustered(n: int, seed: int, centres: int = 40) -> np.ndarray:
+    """Unit vectors in clusters, like embeddings of documents about a few topics."""
+    rng = np.random.default_rng(seed)
+    means = rng.standard_normal((centres, DIM)).astype(np.float32)
+    v = means[rng.integers(0, centres, n)] + 0.4 * rng.standard_normal((n, DIM)).astype(np.float32)
+    return v / np.linalg.norm(v, axis=1, keepdims=True)
+
+
+def test_auto_is_exact_search_up_to_the_threshold_and_an_inverted_file_above():
+    assert plan_index(FLAT_MAX_VECTORS).factory == "Flat"
+    above = plan_index(FLAT_MAX_VECTORS + 1)
+    assert above.factory.startswith("IVF") and above.nprobe > 0 and above.approximate
+    million = plan_index(1_000_000)
+    assert million.factory == "IVF4096,SQ8"
+    assert million.nprobe == 64  # what benchmarks/ann.py measured at recall@10 >= 0.95
+    assert plan_index(10, "HNSW32").ef_search > 0
+    assert plan_index(10, "IVF256,Flat").nprobe == 16
+
+
+def test_too_few_vectors_to_train_build_flat_and_say_so():
+    index, built, warning = build_ann(clustered(100, 0), AnnParams("IVF256,Flat", nprobe=16))
+    assert built.factory == "Flat" and "too few" in warning and index.ntotal == 100
+
+
+def test_inverted_file_keeps_its_own_ids_not_an_id_map():
+    # IndexIDMap2 over an inverted file misreports ids after remove_ids (it compacts its id table,
+    # the lists keep their positions): the index that is updated in place must hold the ids itself.
+    index, built, _ = build_ann(clustered(4000, 1), AnnParams("IVF64,Flat", nprobe=64))
+    assert faiss.try_extract_index_ivf(index) is not None and not isinstance(index, faiss.IndexIDMap2)
+    assert built.trained_on == 4000
+
+
+@pytest.mark.parametrize("params", [AnnParams("IVF64,SQ8", nprobe=7), AnnParams("HNSW16", ef_search=91)])
+def test_search_parameters_come_from_the_manifest_not_faiss_defaults(params):
+    index, built, _ = build_ann(clustered(3000, 2), params)
+    reopened = faiss.deserialize_index(faiss.serialize_index(index))
+    ivf = faiss.try_extract_index_ivf(reopened)
+    if ivf is not None:
+        ivf.nprobe = 1  # FAISS's default
+    apply_search_params(reopened, built)
+    assert search_params_of(reopened) == (params.nprobe, params.ef_search)
+
+
+def _new_generation(live: np.ndarray, changed_docs: list[tuple[int, int]], rng) -> tuple[np.ndarray, np.ndarray]:
+    """The next generation's (vectors, live source per vector): documents [a, b) replaced."""
+    vectors, source, cursor = [], [], 0
+    for a, b in sorted(changed_docs):
+        vectors.append(live[cursor:a])
+        source.append(np.arange(cursor, a))
+        fresh = clustered(int(rng.integers(1, 2 * (b - a) + 2)), seed=int(rng.integers(1 << 30)))
+        vectors.append(fresh)
+        source.append(np.full(len(fresh), -1))
+        cursor = b
+    vectors.append(live[cursor:])
+    source.append(np.arange(cursor, len(live)))
+    return np.vstack(vectors), np.concatenate(source)
+
+
+@settings(max_examples=examples(8))
+@given(seed=st.integers(0, 2**31 - 1), n_changed=st.integers(0, 6))
+def test_update_in_place_gives_the_hits_of_a_rebuild(seed, n_changed):
+    _check_update_matches_rebuild(seed, n_changed)
+
+
+def test_update_in_place_gives_the_hits_of_a_rebuild_many_documents_changed():
+    _check_update_matches_rebuild(seed=5, n_changed=60)
+
+
+def _check_update_matches_rebuild(seed: int, n_changed: int) -> None:
+    rng = np.random.default_rng(seed)
+    live_vectors = clustered(3000, seed)
+    index, params, _ = build_ann(live_vectors, AnnParams("IVF32,Flat", nprobe=4))
+    bounds = np.sort(rng.choice(np.arange(1, 3000), 2 * n_changed, replace=False)).reshape(-1, 2)
+    new_vectors, source = _new_generation(live_vectors, [tuple(b) for b in bounds], rng)
+    # the same text in two documents: a live vector reused twice
+    if n_changed:
+        source[-1], new_vectors[-1] = source[0], new_vectors[0]
+    changes = id_changes(source, len(live_vectors))
+
+    rebuilt = faiss.clone_index(index)  # the same trained quantizer, emptied and filled anew
+    rebuilt.reset()
+    rebuilt.add_with_ids(new_vectors, np.arange(len(new_vectors), dtype=np.int64))
+    updated, updated_params = update_ann(index, params, changes, new_vectors)
+
+    assert updated.ntotal == rebuilt.ntotal == len(new_vectors)
+    assert updated_params.added_since_training == len(changes.added)
+    queries = np.vstack([new_vectors[source < 0][:50], clustered(50, seed + 1)])
+    for nprobe in (4, 32):  # some lists, then every list (exact)
+        for idx in (updated, rebuilt):
+            faiss.extract_index_ivf(idx).nprobe = nprobe
+        got_scores, got_ids = updated.search(queries, 10)
+        want_scores, want_ids = rebuilt.search(queries, 10)
+        np.testing.assert_allclose(got_scores, want_scores, rtol=0, atol=1e-5)
+        for got, want, scores in zip(got_ids, want_ids, want_scores):
+            # equal up to the order of exact ties
+            assert _by_score(got, scores) == _by_score(want, scores)
+
+
+def _by_score(ids, scores):
+    groups: dict[float, set] = {}
+    for i, s in zip(ids.tolist(), np.round(scores, 5).tolist()):
+        groups.setdefault(s, set()).add(i)
+    return groups
+
+
+def test_every_new_vector_is_found_under_its_new_id_after_an_update():
+    live_vectors = clustered(5000, 11)
+    index, params, _ = build_ann(live_vectors, AnnParams("IVF64,Flat", nprobe=64))
+    new_vectors, source = _new_generation(live_vectors, [(10, 50), (2000, 2100), (4990, 5000)], np.random.default_rng(1))
+    updated, _ = update_ann(index, params, id_changes(source, len(live_vectors)), new_vectors)
+    _, ids = updated.search(new_vectors, 1)
+    assert (ids[:, 0] == np.arange(len(new_vectors))).mean() > 0.999  # exact duplicates may swap
+
+
+def test_ids_changes_map_each_live_vector_once():
+    changes = id_changes(np.array([3, 3, -1, 0, 1]), n_live=5)
+    assert changes.old_to_new.tolist() == [3, 4, -1, 0, -1]
+    assert changes.added.tolist() == [1, 2]
+
+
+def test_an_index_is_retrained_when_churn_outgrows_its_centroids():
+    params = AnnParams("IVF64,Flat", nprobe=8, trained_on=1000, added_since_training=400)
+    small = id_changes(np.concatenate([np.arange(1000), np.full(50, -1)]), 1000)
+    large = id_changes(np.concatenate([np.arange(1000), np.full(200, -1)]), 1000)
+    assert update_reason(params, params, small) == ""
+    assert "retrained" in update_reason(params, params, large)
+    assert "rebuilt" in update_reason(AnnParams("HNSW32", ef_search=64), AnnParams("HNSW32", ef_search=64), small)
+    assert "changes" in update_reason(params, AnnParams("IVF128,Flat", nprobe=8), small)

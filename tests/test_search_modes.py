@@ -1,0 +1,234 @@
+"""Dense, lexical and hybrid search over one index: the lexical table is built with each
+generation from exactly its chunks, read without the model, checked by fsck, and searched
+the same way from Python, the command line, the API and the search page."""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import hashlib
+import io
+import json
+import shutil
+import subprocess
+import sys
+
+import pyarrow.parquet as pq
+import pytest
+
+import index
+from index.cli import main
+from index.fsck import fsck
+from ingest.build import BuildSettings, build_index
+from ingest.lexical import lexical_metadata, lexical_table, lexical_texts, lexical_tokens
+from schemas.errors import IndexFormatError, ModelError, SpanindexError
+from schemas.layout import LEXICAL_FILE, MANIFEST
+from schemas.manifest import manifest_to_json, read_manifest
+from schemas.records import SearchMode
+from schemas.tables import with_metadata
+
+from conftest import ROOT, SAMPLE_CORPUS
+from doubles import HashingEmbedder
+
+# One sentence per document of sample_corpus/ that appears in no other (as in test_search.py).
+DISTINCTIVE = {
+    "pricing/rate-card.pdf": "Growth plan overage is billed at $0.12 per 1,000 API calls.",
+    "handbook/two-column.pdf": "Employees may work from any of the 14 approved countries for up to 45 days per calendar year without prior approval.",
+    "web/faq.html": "The Northwind status page posts incident updates every 30 minutes until an incident is resolved.",
+    "web/legacy-1252.html": "The reseller margin for Müller und Söhne GmbH is fixed at 18 percent until 31 December 2025.",
+    "docs/getting-started.md": "Run nw init --region eu-central to create your first workspace in under two minutes.",
+    "docs/release-notes.txt": "Version 4.2.0 was released on 12 March 2024 and raised the webhook retry limit from 5 to 8 attempts.",
+}
+
+
+def _open(index_dir):
+    return index.open(index_dir, embedder=HashingEmbedder())
+
+
+def _cli(*argv) -> tuple[int, str]:
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        code = main([str(a) for a in argv], embedder=HashingEmbedder())
+    return code, out.getvalue()
+
+
+@pytest.mark.parametrize("mode", list(SearchMode))
+def test_every_mode_returns_exact_spans_best_first(sample_index_test_model, mode):
+    idx = _open(sample_index_test_model)
+    hits = idx.search("overage price per 1,000 API calls", k=7, mode=mode)
+    assert 0 < len(hits) <= 7
+    assert [h.rank for h in hits] == list(range(1, len(hits) + 1))
+    assert len({h.chunk_id for h in hits}) == len(hits)
+    assert all(a.score >= b.score for a, b in zip(hits, hits[1:]))
+    for hit in hits:
+        assert hit.text == idx.doc_text(hit.doc_version)[hit.start : hit.end]
+        assert idx.chunk(hit.chunk_id).text == hit.text
+
+
+@pytest.mark.parametrize("doc_id", sorted(DISTINCTIVE))
+def test_a_sentence_finds_the_chunk_that_holds_it_first_lexically(sample_index_test_model, doc_id):
+    """What a dense search missed in the issue: the chunk holding the exact sentence comes first."""
+    sentence = DISTINCTIVE[doc_id]
+    hits = _open(sample_index_test_model).search(sentence, k=5, mode="lexical")
+    assert hits[0].doc_id == doc_id
+    words = set(lexical_tokens(sentence))
+    assert set(lexical_tokens(hits[0].text)) >= words  # every word of the sentence is in the first hit
+
+
+def test_hybrid_holds_what_either_ranking_puts_first(sample_index_test_model):
+    idx = _open(sample_index_test_model)
+    for sentence in DISTINCTIVE.values():
+        fused = [h.chunk_id for h in idx.search(sentence, k=5, mode="hybrid")]
+        assert idx.search(sentence, k=1, mode="lexical")[0].chunk_id in fused
+        assert idx.search(sentence, k=1, mode="dense")[0].chunk_id in fused
+
+
+def test_the_default_is_lexical_and_loads_no_model(sample_index_test_model):
+    idx = index.open(sample_index_test_model)  # no embedder: a dense search cannot run
+    query = DISTINCTIVE["web/faq.html"]
+    assert idx.search(query, k=3) == _open(sample_index_test_model).search(query, k=3, mode="lexical")
+    assert idx._embedder is None
+    with pytest.raises(ModelError):
+        idx.search(query, k=3, mode="dense")
+    with pytest.raises(SpanindexError, match="unknown search mode"):
+        idx.search(query, k=3, mode="semantic")
+
+
+def test_a_query_sharing_no_token_with_the_corpus_finds_nothing_lexically(sample_index_test_model):
+    assert _open(sample_index_test_model).search("zzyzx qwxyz", k=5, mode="lexical") == []
+    assert len(_open(sample_index_test_model).search("zzyzx qwxyz", k=5, mode="hybrid")) == 5  # dense fills in
+
+
+def test_the_lexical_table_is_the_bm25_table_of_the_generations_chunks(sample_index_test_model):
+    idx = _open(sample_index_test_model)
+    stored = idx.generation.lexical_table()
+    chunks = idx.generation.table("chunks", ["doc_id", "start", "text", "n_hidden"])
+    rebuilt = lexical_table(lexical_texts(chunks.to_batches(), idx.generation.table("hidden_text")))
+    assert stored.column("token").to_pylist() == rebuilt.column("token").to_pylist()
+    assert stored.column("vector_ids").to_pylist() == rebuilt.column("vector_ids").to_pylist()
+    assert idx.manifest.table_sha256[LEXICAL_FILE] == hashlib.sha256((idx.generation.dir / LEXICAL_FILE).read_bytes()).hexdigest()
+    assert fsck(sample_index_test_model) == []
+
+
+def _copy_index(src, dst):
+    shutil.copytree(src, dst)
+    return dst
+
+
+def _rewrite_lexical(index_dir, table) -> None:
+    """Replace the live generation's lexical table (and its checksum, so only the content is wrong)."""
+    gen_dir = _open(index_dir).generation.dir
+    manifest = read_manifest(gen_dir)
+    metadata = {**with_metadata("lexical", manifest.model_id, manifest.model_dim).metadata, **table.schema.metadata}
+    pq.write_table(table.replace_schema_metadata(metadata), gen_dir / LEXICAL_FILE)
+    digest = hashlib.sha256((gen_dir / LEXICAL_FILE).read_bytes()).hexdigest()
+    manifest = dataclasses.replace(manifest, table_sha256={**manifest.table_sha256, LEXICAL_FILE: digest})
+    (gen_dir / MANIFEST).write_text(manifest_to_json(manifest), encoding="utf-8")
+
+
+def test_fsck_finds_a_lexical_table_that_is_not_of_these_chunks(sample_index_test_model, tmp_path):
+    index_dir = _copy_index(sample_index_test_model, tmp_path / "idx")
+    texts = _open(index_dir).generation.table("chunks", ["text"]).column("text").to_pylist()
+    texts[0] = texts[0] + " smuggled words"
+    _rewrite_lexical(index_dir, lexical_table(texts))
+    faults = [str(f) for f in fsck(index_dir)]
+    assert any("lexical.parquet" in f and "differ" in f for f in faults), faults
+
+
+def test_a_generation_built_before_the_lexical_index_searches_dense_until_rebuilt(sample_index_test_model, tmp_path):
+    index_dir = _copy_index(sample_index_test_model, tmp_path / "idx")
+    gen_dir = _open(index_dir).generation.dir
+    (gen_dir / LEXICAL_FILE).unlink()
+    manifest = read_manifest(gen_dir)
+    sums = {k: v for k, v in manifest.table_sha256.items() if k != LEXICAL_FILE}
+    old = dataclasses.replace(manifest, table_sha256=sums, lexical_tokenizer_version=0)
+    (gen_dir / MANIFEST).write_text(manifest_to_json(old), encoding="utf-8")
+
+    idx = _open(index_dir)
+    query = DISTINCTIVE["web/faq.html"]
+    assert idx.search(query, k=3) == idx.search(query, k=3, mode="dense")
+    with pytest.raises(IndexFormatError, match="run `spanindex build` again"):
+        idx.search(query, k=3, mode="lexical")
+    assert fsck(index_dir) == []
+    build_index(SAMPLE_CORPUS, index_dir, BuildSettings(workers=1), embedder=HashingEmbedder())
+    rebuilt = _open(index_dir)
+    assert rebuilt.generation.has_lexical and rebuilt.search(query, k=1, mode="lexical")[0].doc_id == "web/faq.html"
+
+
+def test_reindex_rebuilds_the_lexical_index_with_the_corpus(tmp_path):
+    corpus = tmp_path / "corpus"
+    shutil.copytree(SAMPLE_CORPUS, corpus)
+    index_dir = tmp_path / "idx"
+    settings = BuildSettings(workers=1)
+    build_index(corpus, index_dir, settings, embedder=HashingEmbedder())
+    first = _open(index_dir)
+    first_lexical = (first.generation.dir / LEXICAL_FILE).read_bytes()
+
+    build_index(corpus, index_dir, settings, embedder=HashingEmbedder())  # nothing changed
+    same = _open(index_dir)
+    assert same.generation.name != first.generation.name
+    assert (same.generation.dir / LEXICAL_FILE).read_bytes() == first_lexical  # deterministic
+
+    (corpus / "docs" / "zorblax.md").write_text("The zorblax valve is rated for 17 bar.\n", encoding="utf-8")
+    build_index(corpus, index_dir, settings, embedder=HashingEmbedder())
+    hits = _open(index_dir).search("zorblax valve rating", k=3, mode="lexical")
+    assert hits and hits[0].doc_id == "docs/zorblax.md"
+
+    (corpus / "docs" / "zorblax.md").unlink()
+    build_index(corpus, index_dir, settings, embedder=HashingEmbedder())
+    assert _open(index_dir).search("zorblax", k=3, mode="lexical") == []
+    assert fsck(index_dir) == []
+
+
+@pytest.mark.parametrize("mode", ["dense", "lexical", "hybrid"])
+def test_the_command_line_searches_in_each_mode(sample_index_test_model, mode):
+    query = DISTINCTIVE["docs/release-notes.txt"]
+    code, out = _cli("search", sample_index_test_model, query, "-k", 4, "--mode", mode, "--json")
+    assert code == 0
+    expected = _open(sample_index_test_model).search(query, k=4, mode=mode)
+    assert json.loads(out) == [dataclasses.asdict(h) for h in expected]
+
+
+def test_the_command_line_refuses_an_unknown_mode(sample_index_test_model, capsys):
+    with pytest.raises(SystemExit) as exit_info:
+        main(["search", str(sample_index_test_model), "q", "--mode", "semantic"])
+    assert exit_info.value.code == 2 and "invalid choice" in capsys.readouterr().err
+
+
+def test_the_api_and_the_search_page_take_a_mode(sample_index_test_model):
+    from fastapi.testclient import TestClient
+
+    from index.viewer.server.app import create_app
+
+    client = TestClient(create_app(sample_index_test_model, embedder=HashingEmbedder()), base_url="http://127.0.0.1")
+    query = DISTINCTIVE["pricing/rate-card.pdf"]
+    for mode in ("dense", "lexical", "hybrid"):
+        body = client.get("/api/search", params={"q": query, "k": 3, "mode": mode}).json()
+        assert body["mode"] == mode
+        expected = _open(sample_index_test_model).search(query, k=3, mode=mode)
+        assert [h["chunk_id"] for h in body["hits"]] == [h.chunk_id for h in expected]
+    assert client.get("/api/search", params={"q": query}).json()["mode"] == "lexical"
+    assert client.get("/api/search", params={"q": query, "mode": "semantic"}).status_code == 422
+    schema = client.get("/openapi.json").json()
+    parameters = {p["name"] for p in schema["paths"]["/api/search"]["get"]["parameters"]}
+    assert "mode" in parameters
+    page = client.get("/", params={"q": query, "mode": "hybrid"}).text
+    assert '<option value="hybrid" selected>' in page and "(hybrid)" in page
+
+
+def test_lexical_metadata_counts_the_chunks():
+    table = lexical_table(["a b", "b c", ""])
+    assert json.loads(table.schema.metadata[b"spanindex.lexical"])["n_chunks"] == 3
+    assert json.loads(lexical_metadata(3)[b"spanindex.lexical"]) == json.loads(table.schema.metadata[b"spanindex.lexical"])
+
+
+@pytest.mark.spawns
+def test_a_lexical_search_loads_neither_torch_nor_the_model(sample_index_test_model):
+    code = (
+        "import sys, index; hits = index.open(sys.argv[1]).search('status page incident updates', k=3); "
+        "assert hits; print(sorted(m for m in ('torch', 'sentence_transformers', 'transformers') if m in sys.modules))"
+    )
+    done = subprocess.run([sys.executable, "-c", code, str(sample_index_test_model)], cwd=ROOT,
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "[]"
