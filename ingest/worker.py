@@ -2,7 +2,9 @@
 
 Workers never load torch: they need PyMuPDF, the HTML parser and the model's
 tokenizer only. What they return is compact (Arrow tables, not Python
-objects per glyph) so that shipping it to the embedding process is cheap.
+objects per glyph) so that shipping it to the embedding process is cheap; a
+table of one document over a row group (a 50 MB page's source map) goes
+through a spill file in the generation instead (``ingest.spill``).
 
 A worker on this machine reads the file and writes its text and source into
 the index folder itself. A worker with no index folder (``index_root=None``,
