@@ -12,13 +12,17 @@ the build fails.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
+import os
+import re
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 import pyarrow as pa
 
 SPILL_FOLDER = "spill"
+_ERRNO = re.compile(r"\[errno (\d+)\]", re.IGNORECASE)
 _OPTIONS = pa.ipc.IpcWriteOptions(compression="lz4" if pa.Codec.is_available("lz4") else None)
 
 
@@ -29,22 +33,20 @@ def spill_path(folder: Path, doc_id: str, table_name: str) -> Path:
 
 def write_spill(path: Path, pieces: Iterable[pa.Table]) -> int:
     """Write ``pieces`` (tables of one schema) as record batches; the number of rows written."""
-    rows, writer, sink = 0, None, None
     try:
-        for piece in pieces:
-            if writer is None:
-                sink = pa.OSFile(str(path), "wb")
-                writer = pa.ipc.new_file(sink, piece.schema, options=_OPTIONS)
-            for batch in piece.to_batches():
-                writer.write_batch(batch)
-            rows += piece.num_rows
-    except OSError as exc:  # Arrow's errors name no file
-        raise OSError(exc.errno, exc.strerror or str(exc), str(path)) from exc
-    finally:
-        if writer is not None:
-            writer.close()
-        if sink is not None:
-            sink.close()
+        with contextlib.ExitStack() as stack:  # closing writes too (the footer, buffered bytes)
+            rows, writer = 0, None
+            for piece in pieces:
+                if writer is None:
+                    sink = stack.enter_context(pa.OSFile(str(path), "wb"))
+                    writer = stack.enter_context(pa.ipc.new_file(sink, piece.schema, options=_OPTIONS))
+                for batch in piece.to_batches():
+                    writer.write_batch(batch)
+                rows += piece.num_rows
+    except OSError as exc:  # Arrow's errors name no file, and carry their errno in the message only
+        found = _ERRNO.search(str(exc))
+        code = exc.errno or (int(found.group(1)) if found else None)
+        raise OSError(code, os.strerror(code) if code else str(exc), str(path)) from exc
     return rows
 
 
