@@ -80,13 +80,9 @@ def make_server(index_dir: str | Path, *, embedder=None) -> MCPServer:
     >>> make_server("build/sample-index").run("stdio")   # doctest: +SKIP
     """
     import index
-    from index.reader import follow_current
 
-    state = {"index": index.open(index_dir, embedder=embedder)}
-
-    def live():
-        state["index"] = follow_current(state["index"])
-        return state["index"]
+    # The reader follows the builds itself: each tool call reads the live generation, whole.
+    idx = index.open(index_dir, embedder=embedder)
 
     server = MCPServer(name="spanindex", instructions=INSTRUCTIONS)
 
@@ -98,9 +94,9 @@ def make_server(index_dir: str | Path, *, embedder=None) -> MCPServer:
         "(both, fused by reciprocal rank); omit it for the default (lexical).",
     )
     def search(query: str, k: int = 5, mode: Literal["dense", "lexical", "hybrid"] | None = None) -> SearchResult:
-        idx = live()
-        hits = _call(lambda: idx.search(query, k, mode=mode))
-        return SearchResult(query=query, mode=mode or "", hits=[_hit(idx, h) for h in hits])
+        with idx.request():
+            hits = _call(lambda: idx.search(query, k, mode=mode))
+            return SearchResult(query=query, mode=mode or "", hits=[_hit(idx, h) for h in hits])
 
     @server.tool(
         title="Verify an answer's citations",
@@ -118,7 +114,6 @@ def make_server(index_dir: str | Path, *, embedder=None) -> MCPServer:
         from schemas.citations import Policy
         from schemas.record_json import to_json
 
-        idx = live()
         answer = _call(lambda: parse_answer({"answer_id": answer_id, "claims": claims}, where="claims"))
         records, summary = _call(lambda: verify_answer(idx, answer, policy=Policy(policy)))
         return VerifyResult(summary=to_json(summary), records=[to_json(r) for r in records])
@@ -132,7 +127,6 @@ def make_server(index_dir: str | Path, *, embedder=None) -> MCPServer:
         from index.verify import resolve as resolve_quote
         from schemas.record_json import to_json
 
-        idx = live()
         return to_json(_call(lambda: resolve_quote(idx, chunk_id, quote)))
 
     return server

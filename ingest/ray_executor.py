@@ -108,7 +108,7 @@ class RayExecutor:
             else:
                 _check_reachable(self.settings.address)
                 try:
-                    ray.init(address=self.settings.address, **quiet)
+                    _join(ray, self.settings.address, quiet)
                 except (ConnectionError, ValueError, RuntimeError) as exc:
                     raise ClusterError(
                         f"cannot join the Ray cluster at {self.settings.address!r}: {exc} (a cluster with token "
@@ -295,6 +295,20 @@ class _Flight:
     submitted_at: float = 0.0
     started_at: float | None = None
     attempts: int = 1
+
+
+def _join(ray, address: str, options: dict, attempts: int = 3) -> None:
+    """``ray.init`` on a running cluster. A Ray Client head starts a server process for each
+    driver and gives up when it is slow to come up (a loaded head): that failure is tried again."""
+    for attempt in range(1, attempts + 1):
+        try:
+            ray.init(address=address, **options)
+            return
+        except ConnectionError as exc:
+            if attempt == attempts or "Starting Ray client server failed" not in str(exc):
+                raise
+            ray.shutdown()  # whatever the failed attempt left connected
+            time.sleep(2 * attempt)
 
 
 def _crash_errors(ray) -> tuple[type[BaseException], ...]:

@@ -199,8 +199,8 @@ def test_special_files_are_never_opened_and_the_build_does_not_wait_on_a_fifo(li
                      "error row: 'not read: symlink leads outside the corpus'; the outside file is never read")
 def test_a_worker_refuses_a_file_that_left_the_corpus_after_discovery(linked_corpus, tmp_path):
     corpus, outside = linked_corpus
-    root = str(corpus.resolve())
-    init_worker(WorkerSettings(resolve_model(), ChunkerSettings(), tmp_path / "idx", 1 << 20, corpus_root=root))
+    init_worker(WorkerSettings(resolve_model(), ChunkerSettings(), tmp_path / "idx", 1 << 20,
+                               corpus_root=str(corpus.resolve())))
     result = process_file(FileJob(corpus / "docs" / "leak.txt", "docs/leak.txt", MediaType.TEXT, None))
     assert result.record.status is DocStatus.ERROR and "outside the corpus" in result.record.error
     followed = process_file(FileJob(corpus / "docs" / "alias.md", "docs/alias.md", MediaType.MARKDOWN, None))
