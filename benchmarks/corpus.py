@@ -17,8 +17,10 @@ if TYPE_CHECKING:
 
 ROOT = Path(__file__).resolve().parent.parent
 SAMPLE = ROOT / "sample_corpus"
-# ../shared/corpus beside the checkout; SHARED_CORPUS names it where the checkout is elsewhere
-SHARED = Path(os.environ.get("SHARED_CORPUS") or ROOT.parent / "shared" / "corpus")
+# ../shared/corpus beside the checkout; SPANINDEX_SHARED_CORPUS (as for the tests) or SHARED_CORPUS
+# names it where the checkout is elsewhere (a worktree)
+SHARED = Path(os.environ.get("SPANINDEX_SHARED_CORPUS") or os.environ.get("SHARED_CORPUS")
+              or ROOT.parent / "shared" / "corpus")
 CACHE = ROOT / ".bench"
 
 

@@ -144,7 +144,8 @@ if __name__ == "__main__":
 
     folder = Path(tempfile.mkdtemp(prefix="spanindex-executors-"))
     try:
-        shared = ROOT.parent / "shared" / "corpus"
-        bench_executors(shared if shared.is_dir() else ROOT / "sample_corpus", folder, "--skip-model" in sys.argv, _print)
+        from benchmarks.corpus import SHARED
+
+        bench_executors(SHARED if SHARED.is_dir() else ROOT / "sample_corpus", folder, "--skip-model" in sys.argv, _print)
     finally:
         shutil.rmtree(folder, ignore_errors=True)

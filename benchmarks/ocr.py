@@ -20,6 +20,7 @@ from pathlib import Path
 import pymupdf
 from rapidfuzz import fuzz
 
+from benchmarks.corpus import SAMPLE, SHARED  # SHARED follows SPANINDEX_SHARED_CORPUS
 from benchmarks.ocr_truth import (
     PageScore,
     char_boxes,
@@ -30,10 +31,6 @@ from benchmarks.ocr_truth import (
     score_page,
     sentences_of,
 )
-
-ROOT = Path(__file__).resolve().parent.parent
-SAMPLE = ROOT / "sample_corpus"
-SHARED = ROOT.parent / "shared" / "corpus"
 
 # Clean English pages of running text (1-based page numbers), and where they live.
 CLEAN_ENGLISH = [

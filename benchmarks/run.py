@@ -62,7 +62,8 @@ def main() -> None:
 def bench_throughput(skip_model: bool) -> None:
     """Issue 13's figures: the chunker against the tokenizer, embedding backends side by side,
     approximate search (sizes from BENCH_ANN_SIZES, default 100000; 100000,1000000 for the full
-    table), build memory from 1x to 10x the corpus, and build time against embedding alone."""
+    table), build memory from 1x to 10x the corpus and with a 50 MB
+    one-line page and a 30 MB one-line text, and build time against embedding alone."""
     from benchmarks import ann, chunker_speed, embedding, scaling
 
     print("== the chunker against one tokenizer pass (real documents)")
@@ -77,6 +78,7 @@ def bench_throughput(skip_model: bool) -> None:
     work = Path(tempfile.mkdtemp(prefix="spanindex-scaling-"))
     try:
         scaling.bench_memory(work)
+        scaling.bench_large_documents(work)
         if not skip_model:
             scaling.bench_overlap(work, os.environ.get("BENCH_OVERLAP_BACKENDS", "torch,onnx").split(","))
     finally:

@@ -9,16 +9,22 @@ the builds embed with benchmarks' hashing embedder, so that ten copies build in 
 the model's own memory is a constant on top, measured alone (BENCH_MEMORY_MODEL=1 builds with
 the default backend instead).
 
+Large documents: a build of a 50 MB one-line HTML page and a 30 MB one-line text file, its peak
+memory summed over the build process and its workers (sampled from /proc every 50 ms), beside
+each process's own peak. BENCH_BASELINE=DIR also builds with the checkout in DIR (another
+commit, e.g. `git worktree add DIR main`), in the same run, for a before and after.
+
 Overlap: a full build of the corpus with each backend against embedding the same chunks alone
 with it: the closer to 1, the better the parse workers hide behind the model.
 
-`python -m benchmarks.scaling [memory|overlap]`
+`python -m benchmarks.scaling [memory|large|overlap]`
 """
 
 from __future__ import annotations
 
 import json
 import os
+import random
 import re
 import shutil
 import subprocess
@@ -146,6 +152,109 @@ def bench_memory(work: Path) -> None:
            f"  {COPIES}x / 1x peak memory: build process {driver:.2f}, largest worker {worker:.2f} (target within 0.8-1.2)")
 
 
+# --------------------------------------------------------------------------- large documents
+
+MIB = 1 << 20
+_WORDS = "invoice refund overage webhook plan growth tier limit quota export archive ledger".split()
+
+
+def one_line_html(size: int, seed: int = 7) -> bytes:
+    """About ``size`` bytes of HTML text on one line: paragraphs of words with inline tags and an
+    entity (a run of the source map each): about 25,000 runs and 0.9 million characters of text a
+    megabyte."""
+    rng = random.Random(seed)
+    parts, total, i = ["<!DOCTYPE html><html><head><title>One line</title></head><body>"], 0, 0
+    while total < size:
+        w = [rng.choice(_WORDS) for _ in range(40)]
+        part = (f"<p>Section {i}: {' '.join(w[:12])} <b>{w[12]}</b> {' '.join(w[13:25])} &amp; "
+                f"<a href='#s{i}'>{w[25]}</a> {' '.join(w[26:])}.</p>")
+        parts.append(part)
+        total, i = total + len(part), i + 1
+    return ("".join(parts) + "</body></html>").encode()
+
+
+def one_line_text(size: int, seed: int = 8) -> str:
+    """About ``size`` characters of sentences on one line (no line break at all)."""
+    rng = random.Random(seed)
+    sentences, total = [], 0
+    while total < size:
+        sentence = " ".join(rng.choice(_WORDS) for _ in range(20)).capitalize() + ". "
+        sentences.append(sentence)
+        total += len(sentence)
+    return "".join(sentences).rstrip()
+
+
+_BUILD_LARGE = """
+import json, sys
+from benchmarks.embedders import HashingEmbedder
+from ingest.build import BuildSettings, build_index
+r = build_index(sys.argv[1], sys.argv[2], BuildSettings(), embedder=HashingEmbedder(dim=384))
+print(json.dumps({"chunks": r.chunks, "by_status": dict(r.by_status)}))
+"""
+
+
+def _tree_rss_kb(pid: int) -> dict[int, int]:
+    """VmRSS of ``pid`` and of every process below it, by pid."""
+    children: dict[int, list[int]] = {}
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                stat = Path(f"/proc/{entry}/stat").read_text()
+            except OSError:
+                continue
+            children.setdefault(int(stat.rsplit(")", 1)[1].split()[1]), []).append(int(entry))
+    rss, todo = {}, [pid]
+    while todo:
+        p = todo.pop()
+        try:
+            found = re.search(r"VmRSS:\s+(\d+)", Path(f"/proc/{p}/status").read_text())
+        except OSError:
+            continue
+        if found:
+            rss[p] = int(found.group(1))
+        todo.extend(children.get(p, []))
+    return rss
+
+
+def build_peak_memory(checkout: Path, corpus: Path, index: Path) -> dict:
+    """A build of ``corpus`` with the code of ``checkout`` in a fresh process: peak memory of the
+    process tree (summed), of the build process, and of its largest other process."""
+    env = {**os.environ, "PYTHONPATH": str(checkout), "PYTHONDONTWRITEBYTECODE": "1"}
+    started = time.perf_counter()
+    proc = subprocess.Popen([sys.executable, "-c", _BUILD_LARGE, str(corpus), str(index)], cwd=checkout, env=env,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    peak_kb, driver_kb, worker_kb = 0, 0, 0
+    while proc.poll() is None:
+        rss = _tree_rss_kb(proc.pid)
+        peak_kb = max(peak_kb, sum(rss.values()))
+        driver_kb = max(driver_kb, rss.get(proc.pid, 0))
+        worker_kb = max([worker_kb, *(kb for p, kb in rss.items() if p != proc.pid)])
+        time.sleep(0.05)
+    out, err = proc.communicate()
+    if proc.returncode:
+        raise RuntimeError(f"the build with {checkout} failed:\n{err[-3000:]}")
+    built = json.loads(out.strip().splitlines()[-1])
+    return {"peak_mb": round(peak_kb / 1024), "driver_mb": round(driver_kb / 1024), "worker_mb": round(worker_kb / 1024),
+            "seconds": round(time.perf_counter() - started, 1), "chunks": built["chunks"]}
+
+
+def bench_large_documents(work: Path) -> None:
+    corpus = work / "large-corpus"
+    corpus.mkdir()
+    (corpus / "page.html").write_bytes(one_line_html(50 * MIB))
+    (corpus / "line.txt").write_text(one_line_text(30 * MIB))
+    print("== build memory: a 50 MB one-line HTML page and a 30 MB one-line text file (hashing embedder)")
+    checkouts = [("this", ROOT)]
+    if os.environ.get("BENCH_BASELINE"):
+        checkouts.insert(0, ("baseline", Path(os.environ["BENCH_BASELINE"]).resolve()))
+    for name, checkout in checkouts:
+        r = build_peak_memory(checkout, corpus, work / f"large-index-{name}")
+        report(f"large_documents_memory_{name}", r,
+               f"  {name} ({checkout}): peak {r['peak_mb']} MB, build process and workers together "
+               f"(build process {r['driver_mb']} MB, largest worker {r['worker_mb']} MB); "
+               f"{r['chunks']} chunks, {r['seconds']:.0f} s")
+
+
 # --------------------------------------------------------------------------- overlap
 
 
@@ -179,6 +288,8 @@ def main() -> None:
     try:
         if "memory" in what:
             bench_memory(work)
+        if "large" in what or "memory" in what:
+            bench_large_documents(work)
         if "overlap" in what:
             backends = os.environ.get("BENCH_OVERLAP_BACKENDS", "torch,onnx,onnx-int8").split(",")
             bench_overlap(work, backends)

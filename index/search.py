@@ -105,9 +105,22 @@ def dense_search(index, query: str, k: int) -> list[SearchHit]:
         return []
     vector = index.embedder().embed([embed_text(replace_surrogates(query))])
     faiss_index = index.generation.faiss()  # searched as the manifest says (nprobe, efSearch)
-    scores, ids = faiss_index.search(np.ascontiguousarray(vector, dtype=np.float32), min(k, index.n_chunks))
-    found = [(int(i), float(s)) for s, i in zip(scores[0], ids[0]) if i >= 0]
-    return [hit_of(index.chunk_at_vector(i), rank, s) for rank, (i, s) in enumerate(found, start=1)]
+    depth = min(k + HIDDEN_MARGIN, index.n_chunks)
+    scores, ids = faiss_index.search(np.ascontiguousarray(vector, dtype=np.float32), depth)
+    found = [(index.chunk_at_vector(int(i)), float(s)) for s, i in zip(scores[0], ids[0]) if i >= 0]
+    found = [(chunk, s) for chunk, s in found if not _all_hidden(index, chunk)][:k]
+    return [hit_of(chunk, rank, s) for rank, (chunk, s) in enumerate(found, start=1)]
+
+
+# Chunks whose every character is hidden embed as the empty text, all to one vector: such a
+# chunk matches nothing a reader could see, so dense search skips it (fetching a few more).
+HIDDEN_MARGIN = 16
+
+
+def _all_hidden(index, chunk: Chunk) -> bool:
+    if not chunk.n_hidden:
+        return False
+    return not index.hidden_text(chunk.doc_id).visible_in(chunk.text, chunk.start).strip()
 
 
 def lexical_search(index, query: str, k: int) -> list[SearchHit]:

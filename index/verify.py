@@ -190,7 +190,8 @@ def verify_answer(
     min_quote_chars: int = DEFAULT_MIN_QUOTE_CHARS,
 ) -> tuple[list[ClaimRecord], VerifySummary]:
     """Every claim of ``answer``, checked (all on one generation); the policy decides what happens to failed ones."""
-    verifier = Verifier(index, min_quote_chars=min_quote_chars)
+    # Under refuse, a quote of text a reader cannot see supports nothing (issue 14): the claim fails.
+    verifier = Verifier(index, min_quote_chars=min_quote_chars, hidden_supports=policy is not Policy.REFUSE)
     with index.request():
         records = [verifier.verify_claim(answer.answer_id, claim) for claim in answer.claims]
     summary = summarize(records)

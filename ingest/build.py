@@ -37,7 +37,8 @@ from ingest.passwords import Passwords
 from ingest.publish import fsync_dir, publish, write_failure
 from ingest.retention import collect_garbage, retire_generations
 from ingest.reuse import LiveGeneration, carry_over
-from ingest.worker import DocResult, FileJob, WorkerSettings
+from ingest.spill import SPILL_FOLDER, read_spill
+from ingest.worker import EMBED_TEXT, DocResult, FileJob, WorkerSettings
 from ingest.write import GenerationWriter
 from schemas.ann import AUTO_FACTORY
 from schemas.embedding import Device, EmbedBackend
@@ -249,7 +250,10 @@ def _write_generation(corpus, paths, settings, model, executor, embedder, live, 
     files_sha: dict[str, str] = {}
     corpus_root = None if settings.follow_symlinks else found.root
     # Closed on the way out: a build that stops (a full disk) does not wait for the files in flight.
-    results = _process_all(executor, files, corpus_root, paths, settings, model, reusable, bool(report.html_layout))
+    spill_dir = writer.gen_dir / SPILL_FOLDER  # removed below; with the generation if the build fails
+    spill_dir.mkdir()
+    results = _process_all(executor, files, corpus_root, spill_dir, paths, settings, model, reusable,
+                           bool(report.html_layout))
     with contextlib.closing(results):
         for done, result in enumerate(results, start=1):
             if result.unchanged:
@@ -264,9 +268,9 @@ def _write_generation(corpus, paths, settings, model, executor, embedder, live, 
                 else:
                     report.added += 1
                 for table_name, rows in result.tables.items():
-                    writer.add_rows(table_name, rows)
-                    if table_name == "pdf_pages":
-                        report.ocr_pages += int(pc.sum(rows.column("ocr")).as_py() or 0)
+                    _add_rows(table_name, rows, writer, report)
+                for table_name, path in result.spilled.items():
+                    _copy_spilled(table_name, path, writer, vectors, report)
                 if result.chunks is not None:
                     writer.add_rows("chunks", vectors.assign(result.chunks, result.embed_texts))
                 if result.internal_error:
@@ -288,6 +292,7 @@ def _write_generation(corpus, paths, settings, model, executor, embedder, live, 
             if progress:
                 progress(Progress(done, len(files), result.doc_id, "unchanged" if result.unchanged else record.status.value))
     vectors.flush()
+    shutil.rmtree(writer.gen_dir / SPILL_FOLDER, ignore_errors=True)  # what results never consumed left there
     report.removed = len(set(live_files) - set(files_sha))
     report.chunks_embedded, report.chunks_reused = vectors.embedded, vectors.reused
     report.embed_seconds = vectors.seconds
@@ -320,6 +325,22 @@ def _write_generation(corpus, paths, settings, model, executor, embedder, live, 
     return manifest
 
 
+def _add_rows(table_name: str, rows, writer: GenerationWriter, report: BuildReport) -> None:
+    writer.add_rows(table_name, rows)
+    if table_name == "pdf_pages":
+        report.ocr_pages += int(pc.sum(rows.column("ocr")).as_py() or 0)
+
+
+def _copy_spilled(table_name: str, path, writer: GenerationWriter, vectors: VectorQueue, report: BuildReport) -> None:
+    """A table a worker spilled, copied into the generation one row group at a time."""
+    for rows in read_spill(path):
+        if table_name == "chunks":
+            texts = rows.column(EMBED_TEXT).to_pylist()
+            writer.add_rows("chunks", vectors.assign(rows.drop_columns([EMBED_TEXT]), texts))
+        else:
+            _add_rows(table_name, rows, writer, report)
+
+
 def _vector_index(vectors, settings: BuildSettings, live, queue, report: BuildReport):
     """The FAISS index of the new generation: the live inverted file updated in place (the
     changed documents' ids removed and added, every other id renumbered) when it can be, else
@@ -347,8 +368,8 @@ def _vector_index(vectors, settings: BuildSettings, live, queue, report: BuildRe
     return index, ann, warning
 
 
-def _process_all(executor: Executor, files: list[CorpusFile], corpus_root: str | None, paths, settings: BuildSettings,
-                 model: ModelInfo, live_files, html_layout: bool) -> Iterator[DocResult]:
+def _process_all(executor: Executor, files: list[CorpusFile], corpus_root: str | None, spill_dir: Path, paths,
+                 settings: BuildSettings, model: ModelInfo, live_files, html_layout: bool) -> Iterator[DocResult]:
     """Results in file order; parsing (and the layout of HTML pages) runs ahead, where the executor runs it."""
     worker_settings = WorkerSettings(
         model=model,
@@ -361,6 +382,7 @@ def _process_all(executor: Executor, files: list[CorpusFile], corpus_root: str |
         ocr=settings.ocr,
         corpus_root=corpus_root,
         passwords=settings.passwords,
+        spill_dir=spill_dir,
     )
     jobs = [FileJob(f.path, f.doc_id, media_type_of(f.doc_id), live_files.get(f.doc_id), f.id_note) for f in files]
     return executor.process(jobs, worker_settings, settings.doc_timeout_s or None)

@@ -136,16 +136,43 @@ def _segments(doc_text: str) -> list[tuple[int, int]]:
     return pieces
 
 
+TOKENIZE_CHARS = 65_536  # characters tokenized at a time (the tokenizer holds ~125 bytes a character)
+
+
+def encode_in_pieces(text: str, tokenizer) -> tuple[list[tuple[int, int]], list[int | None]]:
+    """Token offsets and word ids of ``text`` (control characters already spaces), exactly as one
+    call would give them, from calls on pieces of about ``TOKENIZE_CHARS`` cut at whitespace.
+
+    >>> from ingest.model import load_tokenizer, resolve_model
+    >>> encode_in_pieces("Hello world", load_tokenizer(resolve_model()))
+    ([(0, 5), (6, 11)], [0, 1])
+    """
+    offsets: list[tuple[int, int]] = []
+    word_ids: list[int | None] = []
+    start, n, words = 0, len(text), 0
+    while start < n:
+        stop = n
+        if n - start > TOKENIZE_CHARS:
+            found = _PIECE_SPACE.search(text, start + TOKENIZE_CHARS)
+            stop = found.end() if found else n
+        encoding = tokenizer.encode(text[start:stop], add_special_tokens=False)
+        offsets.extend(encoding.offsets if not start else [(a + start, b + start) for a, b in encoding.offsets])
+        piece_words = encoding.word_ids
+        word_ids.extend(piece_words if not words else [None if w is None else w + words for w in piece_words])
+        words += 1 + max((w for w in piece_words if w is not None), default=-1)
+        start = stop
+    return offsets, word_ids
+
+
 def _chunk_segment(doc_text: str, tokenizer, settings: ChunkerSettings, budget: int) -> tuple[list[ChunkSpan], int]:
     """Spans of one piece of text (offsets and token numbers relative to it), and its token count."""
     # Control characters become spaces (one for one: offsets stay valid) as they do in the
     # normalised text; BERT would delete them and glue "3\f1" into one word.
-    encoding = tokenizer.encode(CONTROLS.sub(" ", doc_text), add_special_tokens=False)
-    offsets = encoding.offsets
+    offsets, word_ids = encode_in_pieces(CONTROLS.sub(" ", doc_text), tokenizer)
     n = len(offsets)
     if n == 0:
         return [], 0
-    scores = _BoundaryScores(doc_text, offsets, encoding.word_ids)
+    scores = _BoundaryScores(doc_text, offsets, word_ids)
     pieces = _ChangedPieces(doc_text, scores.starts, scores.ends)
 
     spans: list[ChunkSpan] = []

@@ -146,11 +146,12 @@ class VectorQueue:
                 self._slots.append((False, len(self._texts)))
                 self._texts.append(embed_texts[i])
                 self.embedded += 1
+            # Within a document too: a document of 60,000 chunks is not embedded in one call.
+            if len(self._texts) >= self.batch or len(self._slots) >= 16 * self.batch:
+                self._hand_over()
+                self._write_batches(keep=self._ahead)
         ids = pa.array(np.arange(self.next_id, self.next_id + len(keys), dtype=np.int64))
         self.next_id += len(keys)
-        if len(self._texts) >= self.batch or len(self._slots) >= 16 * self.batch:
-            self._hand_over()
-            self._write_batches(keep=self._ahead)
         return chunks.set_column(chunks.schema.get_field_index("vector_id"), "vector_id", ids)
 
     def flush(self) -> None:

@@ -10,13 +10,20 @@ text already ends with).
 from __future__ import annotations
 
 import re
+from array import array
 from html import unescape
 from html.entities import html5
 
-from schemas.records import HiddenReason, HtmlRun, RunKind
+import numpy as np
+
+from schemas.records import RUN_KINDS, HiddenReason, HtmlRuns, RunKind
 
 # Separator levels: a tab between table cells, a line break, a blank line.
 TAB, LINE, PARAGRAPH = -1, 1, 2
+
+_CODE = {kind: code for code, kind in enumerate(RUN_KINDS)}
+_TEXT = _CODE[RunKind.TEXT]
+_JOIN_PARTS = 65536  # parts joined into one block this often: a part is a str object of its own
 
 _CHARREF = re.compile(r"&(#[0-9]+;?|#[xX][0-9a-fA-F]+;?|[^\t\n\f <&#;]{1,32};?)")
 
@@ -27,9 +34,13 @@ class TextBuilder:
 
     def __init__(self, source: str) -> None:
         self.source = source
+        self.blocks: list[str] = []  # the text so far, joined every _JOIN_PARTS parts
         self.parts: list[str] = []
-        self.runs: list[list] = []  # [start, end, src_start, src_end, kind]
+        # Runs as columns (a million runs as lists would take 200 MB): start, end, src_start, src_end, kind.
+        self.starts, self.ends, self.src_starts, self.src_ends = array("q"), array("q"), array("q"), array("q")
+        self.kinds = array("b")
         self.length = 0
+        self.last_char = ""
         self.trailing_newlines = 0
         self.sep_newlines = 0
         self.sep_tab = False
@@ -38,9 +49,13 @@ class TextBuilder:
         self.reason: HiddenReason | None = None  # why what is appended now is hidden (the tree builder says)
         self.hidden: list[list] = []  # [start, end, reason] of text appended while a reason held
 
-    def result(self) -> tuple[str, tuple[HtmlRun, ...]]:
-        runs = tuple(HtmlRun(a, b, c, d, k) for a, b, c, d, k in self.runs)
-        return "".join(self.parts), runs
+    def result(self) -> tuple[str, HtmlRuns]:
+        columns = [np.frombuffer(c, dtype=np.int64) if len(c) else np.zeros(0, np.int64)
+                   for c in (self.starts, self.ends, self.src_starts, self.src_ends)]
+        kinds = np.frombuffer(self.kinds, dtype=np.int8) if len(self.kinds) else np.zeros(0, np.int8)
+        text = "".join([*self.blocks, *self.parts])
+        self.blocks, self.parts = [], []
+        return text, HtmlRuns(*columns, kinds)
 
     def separator(self, level: int, at: int) -> None:
         if self.sep_at < 0:
@@ -60,7 +75,7 @@ class TextBuilder:
         """Collapsible whitespace: dropped at a line start or next to a separator."""
         if self.sep_at >= 0 or self.length == 0 or self.trailing_newlines:
             return
-        if self.parts[-1][-1] == " ":  # already ends in a space (one kept inside a text run)
+        if self.last_char == " ":  # already ends in a space (one kept inside a text run)
             return
         if self.space is None or (
             self.space[2] is RunKind.SYNTHETIC and kind is not RunKind.SYNTHETIC
@@ -94,22 +109,30 @@ class TextBuilder:
         self._append(text, start, end, kind)
 
     def _append(self, text: str, start: int, end: int, kind: RunKind) -> None:
-        runs = self.runs
         n = len(text)
-        last = runs[-1] if runs else None
-        if kind is RunKind.TEXT and last and last[4] is RunKind.TEXT and last[3] == start:
-            last[1] += n
-            last[3] = end
+        code = _CODE[kind]
+        if code == _TEXT and self.kinds and self.kinds[-1] == _TEXT and self.src_ends[-1] == start:
+            self.ends[-1] += n
+            self.src_ends[-1] = end
         else:
-            runs.append([self.length, self.length + n, start, end, kind])
+            self.starts.append(self.length)
+            self.ends.append(self.length + n)
+            self.src_starts.append(start)
+            self.src_ends.append(end)
+            self.kinds.append(code)
         if self.reason is not None and kind is not RunKind.SYNTHETIC:
             hidden = self.hidden
             if hidden and hidden[-1][1] == self.length and hidden[-1][2] is self.reason:
                 hidden[-1][1] += n
             else:
                 hidden.append([self.length, self.length + n, self.reason])
-        self.parts.append(text)
+        parts = self.parts
+        parts.append(text)
+        if len(parts) >= _JOIN_PARTS:
+            self.blocks.append("".join(parts))
+            parts.clear()
         self.length += n
+        self.last_char = text[-1]
         if text[-1] == "\n":
             stripped = len(text.rstrip("\n"))
             self.trailing_newlines = (self.trailing_newlines if stripped == 0 else 0) + n - stripped

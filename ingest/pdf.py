@@ -40,7 +40,7 @@ import pymupdf
 
 from ingest.passwords import PasswordLine
 from ingest.pdf_ocr import OcrSettings, read_pages
-from ingest.pdf_page import BLOCK_SEPARATOR, EMPTY_PAGE, LINE_SEPARATOR, PAGE_SEPARATOR, PageText
+from ingest.pdf_page import BLOCK_SEPARATOR, EMPTY_PAGE, LINE_SEPARATOR, PAGE_SEPARATOR, PageText, to_displayed
 from ingest.pdf_visibility import hidden_codes, hidden_runs, styles_of_spans
 from schemas.errors import CorruptDocumentError, DocumentTooLargeError, EncryptedDocumentError
 from schemas.records import HiddenRun, MediaType, ParsedDocument, PdfCharRun, PdfPage
@@ -365,7 +365,7 @@ def _extract_page(page: pymupdf.Page) -> PageText:
         raise ValueError("MuPDF returned a character that is not one code point")
     synthetic = np.fromiter(map(_char_is_synthetic, chars), dtype=bool, count=len(chars))
     boxes = np.fromiter(chain.from_iterable(map(_char_bbox, chars)), dtype=np.float64)
-    boxes = _to_displayed(boxes.reshape(-1, 4), rotation_matrix)
+    boxes = to_displayed(boxes.reshape(-1, 4), rotation_matrix)
     width, height = rect.width, rect.height
     visible = (
         (boxes[:, 2] >= 0) & (boxes[:, 0] <= width) & (boxes[:, 3] >= 0) & (boxes[:, 1] <= height)
@@ -480,16 +480,3 @@ class _Column:
         width = max(x1 - x0, px1 - px0, 1e-3)
         next_column = x1 <= px0 + 0.25 * width and px0 - x1 <= width and min(y1, py1) > max(y0, py0)
         return False, next_column
-
-
-def _to_displayed(boxes: np.ndarray, matrix: pymupdf.Matrix) -> np.ndarray:
-    """Map (n, 4) unrotated boxes through the page's rotation matrix; x0 < x1, y0 < y1 again."""
-    a, b, c, d, e, f = matrix
-    if (a, b, c, d, e, f) == (1.0, 0.0, 0.0, 1.0, 0.0, 0.0):
-        return boxes
-    x0, y0, x1, y1 = boxes.T
-    xa, ya = a * x0 + c * y0 + e, b * x0 + d * y0 + f
-    xb, yb = a * x1 + c * y1 + e, b * x1 + d * y1 + f
-    return np.stack(
-        [np.minimum(xa, xb), np.minimum(ya, yb), np.maximum(xa, xb), np.maximum(ya, yb)], axis=1
-    )

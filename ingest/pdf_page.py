@@ -31,3 +31,17 @@ class PageText:
 
 
 EMPTY_PAGE = PageText("", [], False)
+
+
+def to_displayed(boxes: np.ndarray, matrix) -> np.ndarray:
+    """Map (n, 4) unrotated boxes through the page's rotation matrix (a ``pymupdf.Matrix``, six
+    numbers); x0 < x1, y0 < y1 again."""
+    a, b, c, d, e, f = matrix
+    if (a, b, c, d, e, f) == (1.0, 0.0, 0.0, 1.0, 0.0, 0.0):
+        return boxes
+    x0, y0, x1, y1 = boxes.T
+    xa, ya = a * x0 + c * y0 + e, b * x0 + d * y0 + f
+    xb, yb = a * x1 + c * y1 + e, b * x1 + d * y1 + f
+    return np.stack(
+        [np.minimum(xa, xb), np.minimum(ya, yb), np.maximum(xa, xb), np.maximum(ya, yb)], axis=1
+    )

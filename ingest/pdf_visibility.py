@@ -57,6 +57,7 @@ from dataclasses import dataclass
 import numpy as np
 import pymupdf
 
+from ingest.pdf_page import to_displayed
 from schemas.records import HiddenReason, HiddenRun
 
 # MuPDF's per-character flags (fz_stext_char.flags), reported per span as "char_flags".
@@ -230,7 +231,7 @@ class _PaintLog:
         fills += [True] * (len(boxes) - len(entries))
         self._fills = np.asarray(fills, dtype=bool)
         # The bbox log and annotation rects are in unrotated page space, like MuPDF's text.
-        self._boxes = _to_displayed(np.asarray(boxes, dtype=np.float64).reshape(-1, 4), self._page.rotation_matrix)
+        self._boxes = to_displayed(np.asarray(boxes, dtype=np.float64).reshape(-1, 4), self._page.rotation_matrix)
         self._is_text = np.asarray(is_text, dtype=bool)
 
     @property
@@ -374,13 +375,3 @@ HiddenRun(start=4, end=5, reason=<HiddenReason.INVISIBLE_RENDER_MODE: 'invisible
         else:
             runs.append(HiddenRun(start, start + 1, reason))
     return runs
-
-
-def _to_displayed(boxes: np.ndarray, matrix: pymupdf.Matrix) -> np.ndarray:
-    a, b, c, d, e, f = matrix
-    if (a, b, c, d, e, f) == (1.0, 0.0, 0.0, 1.0, 0.0, 0.0):
-        return boxes
-    x0, y0, x1, y1 = boxes.T
-    xa, ya = a * x0 + c * y0 + e, b * x0 + d * y0 + f
-    xb, yb = a * x1 + c * y1 + e, b * x1 + d * y1 + f
-    return np.stack([np.minimum(xa, xb), np.minimum(ya, yb), np.maximum(xa, xb), np.maximum(ya, yb)], axis=1)

@@ -27,12 +27,19 @@ def fsync_file(path: Path) -> None:
         os.fsync(f.fileno())
 
 
-def atomic_write(path: Path, data: bytes) -> None:
-    """Write ``data`` so that ``path`` holds either the old or the new bytes, never a mixture."""
+_TEXT_PIECE = 1 << 20  # characters encoded at a time when the data is a str
+
+
+def atomic_write(path: Path, data: bytes | str) -> None:
+    """Write ``data`` (a str as UTF-8) so that ``path`` holds either the old or the new bytes, never a mixture."""
     tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
     try:
         with open(tmp, "wb") as f:
-            f.write(data)
+            if isinstance(data, str):
+                for at in range(0, len(data), _TEXT_PIECE):  # never a whole UTF-8 copy of a large text
+                    f.write(data[at : at + _TEXT_PIECE].encode("utf-8"))
+            else:
+                f.write(data)
             f.flush()
             os.fsync(f.fileno())
         os.replace(tmp, path)
@@ -42,7 +49,7 @@ def atomic_write(path: Path, data: bytes) -> None:
     fsync_dir(path.parent)
 
 
-def write_once(path: Path, data: bytes) -> None:
+def write_once(path: Path, data: bytes | str) -> None:
     """Content-addressed files: written once, atomically; an existing file is kept."""
     if path.exists():
         return

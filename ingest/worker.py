@@ -2,7 +2,9 @@
 
 Workers never load torch: they need PyMuPDF, the HTML parser and the model's
 tokenizer only. What they return is compact (Arrow tables, not Python
-objects per glyph) so that shipping it to the embedding process is cheap.
+objects per glyph) so that shipping it to the embedding process is cheap; a
+table of one document over a row group (a 50 MB page's source map) goes
+through a spill file in the generation instead (``ingest.spill``).
 
 A worker on this machine reads the file and writes its text and source into
 the index folder itself. A worker with no index folder (``index_root=None``,
@@ -30,10 +32,20 @@ from ingest.model import ModelInfo, load_tokenizer
 from ingest.parse import parse_document
 from ingest.passwords import Passwords
 from ingest.publish import write_once
+from ingest.spill import spill_path, write_spill
+from ingest.write import ROW_GROUP_ROWS
 from schemas.errors import IndexWriteError
 from schemas.layout import IndexPaths
 from schemas.limits import MAX_DOC_CHARS, MAX_PDF_PAGES, DocumentLimits
-from schemas.records import ChunkerSettings, DocStatus, DocumentRecord, MediaType, OcrSettings, ParsedDocument
+from schemas.records import (
+    ChunkerSettings,
+    DocStatus,
+    DocumentRecord,
+    HtmlRuns,
+    MediaType,
+    OcrSettings,
+    ParsedDocument,
+)
 from schemas.tables import (
     chunks_table,
     hidden_text_table,
@@ -59,6 +71,7 @@ class WorkerSettings:
     ocr: OcrSettings = OcrSettings()  # resolved by the build: OFF where Tesseract is missing
     corpus_root: str | None = None  # resolved; a file must lie inside it (None: --follow-symlinks)
     passwords: Passwords = Passwords()  # --passwords: tried on encrypted PDFs whose doc_id they match
+    spill_dir: Path | None = None  # where tables over a row group go (None: always with the result)
 
 
 @dataclass(frozen=True, slots=True)
@@ -74,9 +87,9 @@ class FileJob:
 class DocumentFiles:
     """What one document adds to the index's texts/ and sources/ (content-addressed, written once)."""
 
-    text: bytes  # the document text, UTF-8
+    text: str  # the document text (stored as UTF-8)
     source_suffix: str
-    decoded_source: bytes | None = None  # HTML: the decoded source its map indexes, UTF-8
+    decoded_source: str | None = None  # HTML: the decoded source its map indexes (stored as UTF-8)
     decrypted_source: bytes | None = None  # a PDF opened with --passwords, without its encryption
 
 
@@ -87,6 +100,7 @@ class DocResult:
     chunks: pa.Table | None = None  # vector_id holds seq until the build assigns real ids
     embed_texts: list[str] = field(default_factory=list)
     tables: dict[str, pa.Table] = field(default_factory=dict)
+    spilled: dict[str, Path] = field(default_factory=dict)  # table -> Arrow IPC file of its rows (ingest.spill)
     seconds: float = 0.0
     peak_rss_kb: int = 0  # the worker process's peak resident memory so far (0 where unknown)
     internal_error: str = ""  # traceback of an unexpected failure (a bug, not bad input)
@@ -116,7 +130,7 @@ def process_file(job: FileJob) -> DocResult:
 
 def process_source(job: FileJob, source: bytes) -> DocResult:
     """``process_file`` for bytes read by another process, perhaps on another machine."""
-    return _guarded(job, lambda settings: _process_source(job, source, settings))
+    return _guarded(job, lambda settings: _process_source(job, [source], settings))
 
 
 def _guarded(job: FileJob, work) -> DocResult:
@@ -198,20 +212,24 @@ def _process(job: FileJob, settings: WorkerSettings) -> DocResult:
     source = read_source(job, settings)
     if isinstance(source, DocResult):
         return source
-    return _process_source(job, source, settings)
+    held = [source]
+    del source  # held only by _process_source, which lets go of it once it is stored
+    return _process_source(job, held, settings)
 
 
-def _process_source(job: FileJob, source: bytes, settings: WorkerSettings) -> DocResult:
+def _process_source(job: FileJob, held: list[bytes], settings: WorkerSettings) -> DocResult:
+    """The work on one file's bytes, ``held[0]``: taken out of ``held`` once stored, so that a
+    large file does not stay in memory while its text is chunked."""
     limits = DocumentLimits(settings.max_file_bytes, settings.max_pages, settings.max_chars)
     passwords = settings.passwords.for_doc(job.doc_id) if job.media_type is MediaType.PDF else ()
-    outcome = parse_document(source, job.doc_id, job.media_type, limits, settings.ocr, passwords=passwords)
+    outcome = parse_document(held[0], job.doc_id, job.media_type, limits, settings.ocr, passwords=passwords)
     record, parsed = outcome.record, outcome.parsed
     if parsed is None:
         return DocResult(job.doc_id, record)
     parsed = _encodable(parsed)
-    tables = _map_tables(parsed)
     if record.status is not DocStatus.OK:
-        return DocResult(job.doc_id, record, tables=tables)
+        tables, spilled = _map_tables(parsed, settings)
+        return DocResult(job.doc_id, record, tables=tables, spilled=spilled)
 
     layout = stats = None
     if settings.html_layout and parsed.media_type is MediaType.HTML:
@@ -224,30 +242,37 @@ def _process_source(job: FileJob, source: bytes, settings: WorkerSettings) -> Do
             stats = LayoutStats(failed=1)
         else:
             parsed = dataclasses.replace(parsed, hidden_runs=layout.hidden_runs)  # the browser's verdicts
-            tables = _map_tables(parsed)
-            tables["html_boxes"] = html_boxes_table(parsed.doc_id, parsed.doc_version, layout.char_runs)
             stats = LayoutStats.of(layout)
+    # Texts are str: written as UTF-8 in pieces (ingest.publish), never as a whole UTF-8 copy.
+    files = DocumentFiles(parsed.text, job.path.suffix, parsed.decoded_source, parsed.decrypted_source)
+    if settings.index_root is not None:
+        store_document(settings.index_root, record, held.pop(), files)
+        files = None
+    tables, spilled = _map_tables(parsed, settings, layout)
+    # Chunking needs the text, its pages and hidden runs; the maps are on their way already.
+    parsed = dataclasses.replace(parsed, char_runs=(), html_runs=(), decoded_source=None, decrypted_source=None)
+
     spans = chunk_spans(parsed.text, _tokenizer, settings.chunker, parsed.hidden_runs)
     chunks = make_chunks(parsed, spans)
     if layout is not None:
         chunks = _layout_pages(chunks, layout)
-    files = DocumentFiles(
-        text=parsed.text.encode("utf-8"),
-        source_suffix=job.path.suffix,
-        decoded_source=None if parsed.decoded_source is None else parsed.decoded_source.encode("utf-8"),
-        decrypted_source=parsed.decrypted_source,
-    )
-    if settings.index_root is not None:
-        store_document(settings.index_root, record, source, files)
-        files = None
     n_hidden = sum(run.end - run.start for run in parsed.hidden_runs)
     record = dataclasses.replace(record, n_chunks=len(chunks), n_hidden_chars=n_hidden)
+    # A spilled chunk table carries the texts to embed as a column of its own.
+    if _spills(settings) and len(chunks) > SPILL_ROWS["chunks"]:
+        step = _piece_rows("chunks")
+        pieces = (chunks_table(chunks[a : a + step]).append_column(
+                  EMBED_TEXT, pa.array([s.embed_text for s in spans[a : a + step]], pa.string()))
+                  for a in range(0, len(chunks), step))
+        spilled["chunks"] = _spill(settings, job.doc_id, "chunks", pieces)
+        return DocResult(job.doc_id, record, tables=tables, spilled=spilled, layout=stats, files=files)
     return DocResult(
         job.doc_id,
         record,
         chunks=chunks_table(chunks),
         embed_texts=[s.embed_text for s in spans],
         tables=tables,
+        spilled=spilled,
         layout=stats,
         files=files,
     )
@@ -274,17 +299,59 @@ def _layout_pages(chunks: list, layout: HtmlLayout) -> list:
     return out
 
 
-def _map_tables(parsed: ParsedDocument) -> dict[str, pa.Table]:
+EMBED_TEXT = "embed_text"  # a column of spilled chunk tables only: what the model embeds
+# A document's table spills (ingest.spill) when it has more rows than this: more than one row
+# group of the generation's table. Tests lower it to make small documents spill.
+SPILL_ROWS = dict(ROW_GROUP_ROWS)
+
+
+def _spills(settings: WorkerSettings) -> bool:
+    """Whether large tables go through spill files: only for a worker that writes the index."""
+    return settings.spill_dir is not None and settings.index_root is not None
+
+
+def _piece_rows(table_name: str) -> int:
+    """Rows per record batch of a spilled table: a row group, or fewer where SPILL_ROWS is lower."""
+    return max(1, min(SPILL_ROWS[table_name], ROW_GROUP_ROWS[table_name]))
+
+
+def _map_tables(parsed: ParsedDocument, settings: WorkerSettings,
+                layout: HtmlLayout | None = None) -> tuple[dict[str, pa.Table], dict[str, Path]]:
+    """The offset-map rows of a document: with the result, or spilled to disk when over a row group."""
     doc_id, version = parsed.doc_id, parsed.doc_version
-    tables = {}
+    tables: dict[str, pa.Table] = {}
+    spilled: dict[str, Path] = {}
+
+    def add(name: str, n_rows: int, rows_table) -> None:
+        if _spills(settings) and n_rows > SPILL_ROWS[name]:
+            step = _piece_rows(name)
+            pieces = (rows_table(a, min(a + step, n_rows)) for a in range(0, n_rows, step))
+            spilled[name] = _spill(settings, doc_id, name, pieces)
+        else:
+            tables[name] = rows_table(0, n_rows)
+
     if parsed.pages:
-        tables["pdf_pages"] = pdf_pages_table(doc_id, version, parsed.pages)
-        tables["pdf_chars"] = pdf_chars_table(doc_id, version, parsed.char_runs)
+        add("pdf_pages", len(parsed.pages), lambda a, b: pdf_pages_table(doc_id, version, parsed.pages[a:b]))
+        add("pdf_chars", len(parsed.char_runs), lambda a, b: pdf_chars_table(doc_id, version, parsed.char_runs[a:b]))
     if parsed.html_runs:
-        tables["html_map"] = html_map_table(doc_id, version, parsed.html_runs)
+        runs = parsed.html_runs if isinstance(parsed.html_runs, HtmlRuns) else HtmlRuns.from_records(parsed.html_runs)
+        add("html_map", len(runs), lambda a, b: html_map_table(doc_id, version, runs.rows(a, b)))
     if parsed.hidden_runs:
-        tables["hidden_text"] = hidden_text_table(doc_id, version, parsed.hidden_runs)
-    return tables
+        add("hidden_text", len(parsed.hidden_runs),
+            lambda a, b: hidden_text_table(doc_id, version, parsed.hidden_runs[a:b]))
+    if layout is not None:
+        add("html_boxes", len(layout.char_runs),
+            lambda a, b: html_boxes_table(doc_id, version, layout.char_runs[a:b]))
+    return tables, spilled
+
+
+def _spill(settings: WorkerSettings, doc_id: str, table_name: str, pieces) -> Path:
+    path = spill_path(settings.spill_dir, doc_id, table_name)
+    try:
+        write_spill(path, pieces)
+    except OSError as exc:
+        raise IndexWriteError(f"{exc.strerror or exc} (writing {path.relative_to(settings.index_root)})") from None
+    return path
 
 
 def store_document(root: Path, record: DocumentRecord, source: bytes, files: DocumentFiles) -> None:

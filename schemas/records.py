@@ -7,6 +7,7 @@ text, half-open, unless a field's name says otherwise.
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
 
@@ -137,6 +138,62 @@ class HtmlRun:
     kind: RunKind
 
 
+RUN_KINDS = tuple(RunKind)  # kind codes of HtmlRuns: the index into this tuple
+
+
+class HtmlRuns(Sequence[HtmlRun]):
+    """The runs of one HTML document as columns: a sequence of ``HtmlRun`` made on demand.
+
+    A 50 MB page has over a million runs; as objects they take ~200 bytes each, as
+    columns 33 (four int64 and a kind code). The table is made from the columns.
+
+    >>> runs = HtmlRuns.from_records([HtmlRun(0, 3, 5, 8, RunKind.TEXT)])
+    >>> runs[0], len(runs), runs == (HtmlRun(0, 3, 5, 8, RunKind.TEXT),)
+    (HtmlRun(start=0, end=3, src_start=5, src_end=8, kind=<RunKind.TEXT: 'text'>), 1, True)
+    """
+
+    __slots__ = ("start", "end", "src_start", "src_end", "kind")
+
+    def __init__(self, start: np.ndarray, end: np.ndarray, src_start: np.ndarray, src_end: np.ndarray,
+                 kind: np.ndarray) -> None:
+        self.start, self.end, self.src_start, self.src_end = start, end, src_start, src_end
+        self.kind = kind  # int8 codes into RUN_KINDS
+
+    @classmethod
+    def from_records(cls, runs: Sequence[HtmlRun]) -> HtmlRuns:
+        columns = [np.array([getattr(r, f) for r in runs], dtype=np.int64) for f in ("start", "end", "src_start", "src_end")]
+        return cls(*columns, np.array([RUN_KINDS.index(r.kind) for r in runs], dtype=np.int8))
+
+    def __len__(self) -> int:
+        return len(self.start)
+
+    def rows(self, first: int, stop: int) -> HtmlRuns:
+        """Runs [first, stop), sharing the columns."""
+        return HtmlRuns(self.start[first:stop], self.end[first:stop], self.src_start[first:stop],
+                        self.src_end[first:stop], self.kind[first:stop])
+
+    def __getitem__(self, i):
+        if isinstance(i, slice):
+            return [self[j] for j in range(*i.indices(len(self)))]
+        return HtmlRun(int(self.start[i]), int(self.end[i]), int(self.src_start[i]), int(self.src_end[i]),
+                       RUN_KINDS[self.kind[i]])
+
+    def __iter__(self):
+        kinds = [RUN_KINDS[k] for k in self.kind.tolist()]
+        for row in zip(self.start.tolist(), self.end.tolist(), self.src_start.tolist(), self.src_end.tolist(), kinds):
+            yield HtmlRun(*row)
+
+    def __eq__(self, other) -> bool:
+        if not isinstance(other, Sequence) or isinstance(other, str) or len(other) != len(self):
+            return NotImplemented if not isinstance(other, Sequence) else False
+        return all(a == b for a, b in zip(self, other))
+
+    __hash__ = None
+
+    def __repr__(self) -> str:
+        return f"HtmlRuns({len(self)} runs)"
+
+
 @dataclass(frozen=True, slots=True)
 class HiddenRun:
     """doc_text[start:end] is text a reader cannot see, for ``reason``."""
@@ -157,7 +214,7 @@ class ParsedDocument:
     encoding: str | None = None  # of the source bytes, for text formats
     pages: tuple[PdfPage, ...] = ()
     char_runs: tuple[PdfCharRun, ...] = ()
-    html_runs: tuple[HtmlRun, ...] = ()
+    html_runs: Sequence[HtmlRun] = ()  # HtmlRuns from the parser
     decoded_source: str | None = None  # HTML only: the source the runs index
     decrypted_source: bytes | None = None  # a PDF opened with a password: the same file unencrypted, for the viewer
     warnings: tuple[str, ...] = ()

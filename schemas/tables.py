@@ -16,12 +16,14 @@ import pyarrow.parquet as pq
 
 from schemas.errors import IndexFormatError
 from schemas.records import (
+    RUN_KINDS,
     Chunk,
     DocStatus,
     DocumentRecord,
     HiddenReason,
     HiddenRun,
     HtmlRun,
+    HtmlRuns,
     MediaType,
     PdfCharRun,
     PdfPage,
@@ -242,7 +244,31 @@ def pdf_pages_table(doc_id: str, doc_version: str, pages: Sequence[PdfPage]) -> 
 
 
 def html_map_table(doc_id: str, doc_version: str, runs: Sequence[HtmlRun]) -> pa.Table:
-    return _records_table(runs, HTML_MAP, doc_id=doc_id, doc_version=doc_version)
+    """The runs' rows, made from their columns (no object per run).
+
+    >>> html_map_table("a.html", "v", [HtmlRun(0, 1, 3, 8, RunKind.ENTITY)]).column("kind").to_pylist()
+    ['entity']
+    """
+    if not isinstance(runs, HtmlRuns):
+        runs = HtmlRuns.from_records(runs)
+    n = len(runs)
+    kinds = pa.DictionaryArray.from_arrays(pa.array(runs.kind, pa.int8()), pa.array([k.value for k in RUN_KINDS]))
+    return pa.Table.from_arrays(
+        [
+            _repeated(doc_id, n),
+            _repeated(doc_version, n),
+            pa.array(runs.start, pa.int64()),
+            pa.array(runs.end, pa.int64()),
+            pa.array(runs.src_start, pa.int64()),
+            pa.array(runs.src_end, pa.int64()),
+            kinds.cast(pa.string()),
+        ],
+        schema=HTML_MAP,
+    )
+
+
+def _repeated(value: str, n: int) -> pa.Array:
+    return pa.DictionaryArray.from_arrays(pa.array(np.zeros(n, dtype=np.int8)), pa.array([value])).cast(pa.string())
 
 
 def hidden_text_table(doc_id: str, doc_version: str, runs: Sequence[HiddenRun]) -> pa.Table:

@@ -192,3 +192,23 @@ def test_inserting_a_paragraph_keeps_most_chunks_identical(tokenizer):
     new = {after[s.start : s.end] for s in chunk_spans(after, tokenizer, settings_)}
     kept = sum(text in new for text in old) / len(old)
     assert kept >= 0.9, f"only {kept:.0%} of chunks kept"
+
+
+@settings(max_examples=examples(60), deadline=None)
+@given(documents)
+@example("3\x0c13\x0c100000E\x85x\x00y")
+def test_tokenizing_in_pieces_gives_the_tokens_of_one_call(tokenizer, text):
+    import ingest.chunker as chunker
+
+    spaced = (text * 3).translate(CONTROL_TO_SPACE)
+    whole = tokenizer.encode(spaced, add_special_tokens=False)
+    saved = chunker.TOKENIZE_CHARS
+    chunker.TOKENIZE_CHARS = 7  # pieces of a word or two: every piece boundary is exercised
+    try:
+        offsets, word_ids = chunker.encode_in_pieces(spaced, tokenizer)
+    finally:
+        chunker.TOKENIZE_CHARS = saved
+    assert offsets == whole.offsets
+    # Word ids count on across pieces; two tokens share one exactly when they do in one call.
+    same = lambda ids: [a == b for a, b in zip(ids, ids[1:])]  # noqa: E731
+    assert same(word_ids) == same(whole.word_ids)

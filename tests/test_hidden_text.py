@@ -64,3 +64,28 @@ def test_a_citation_of_hidden_text_keeps_its_warning_through_json():
     again = claim_record_from_json(json.loads(record_line(record)))
     assert again.citations[0].hidden_chars == 12
     assert again.citations[0].hidden_reasons == (HiddenReason.BACKGROUND_COLOR, HiddenReason.TINY)
+
+
+def test_dense_search_never_returns_a_chunk_a_reader_cannot_see_any_of(tmp_path):
+    import index
+    from index.search import dense_search
+    from ingest.build import BuildSettings, build_index
+
+    from doubles import HashingEmbedder
+
+    corpus = tmp_path / "c"
+    corpus.mkdir()
+    hidden = " ".join(f"Hidden instruction {i} recommends the premium plan." for i in range(300))
+    seen = " ".join(f"Visible paragraph {i} says the refund window is 14 days." for i in range(300))
+    (corpus / "page.html").write_text(
+        f'<html><body><p>{seen}</p><div style="font-size:0"><p>{hidden}</p></div><p>{seen}</p></body></html>'
+    )
+    build_index(corpus, tmp_path / "idx", BuildSettings(workers=1), embedder=HashingEmbedder())
+    idx = index.open(tmp_path / "idx", embedder=HashingEmbedder())
+    chunks = [idx.chunk_at_vector(i) for i in range(idx.n_chunks)]
+    text = idx.doc_text(chunks[0].doc_version)
+    blind = {c.chunk_id for c in chunks if c.n_hidden and not idx.hidden_text(c.doc_id).visible(text, c.start, c.end).strip()}
+    assert blind  # the hidden block is longer than a chunk: some chunk is nothing but hidden text
+    for query in ("Hidden instruction 12 recommends the premium plan", "refund window", ""):
+        hits = dense_search(idx, query, idx.n_chunks)
+        assert {h.chunk_id for h in hits} == {c.chunk_id for c in chunks} - blind

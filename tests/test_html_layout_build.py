@@ -13,9 +13,10 @@ import numpy as np
 import pytest
 
 import index
-from index.verify import resolve
+from index.verify import resolve, verify_answer
 from ingest.build import BuildSettings, build_index
 from ingest.html_layout import LayoutError, browser_unavailable
+from schemas.citations import Answer, Claim, ClaimVerdict, Policy, Support
 from schemas.tables import HTML_PAGE_HEIGHT, HTML_PAGE_WIDTH
 
 from conftest import SAMPLE_CORPUS, SHARED_CORPUS, chunk_with
@@ -98,6 +99,14 @@ def test_text_a_style_sheet_hides_is_flagged_through_the_index_and_its_citations
     assert [r.value for r in citation.hidden_reasons] == ["css_hidden"] and citation.rects == ()
     visible = resolve(idx, chunk_id, "The refund window is 14 days from delivery")
     assert visible.hidden_chars == 0 and visible.rects
+    # A claim resting on the hidden text: flagged under mark, refused under refuse; the visible one stands.
+    answer = Answer("a", (Claim("hidden", "t", (Support(chunk_id, INJECTED),)),
+                          Claim("seen", "t", (Support(chunk_id, "The refund window is 14 days from delivery"),))))
+    marked, summary = verify_answer(idx, answer, policy=Policy.MARK)
+    assert [r.verdict for r in marked] == [ClaimVerdict.VERIFIED, ClaimVerdict.VERIFIED] and not summary.refused
+    assert marked[0].citations[0].hidden_chars == len(INJECTED)
+    refused, summary = verify_answer(idx, answer, policy=Policy.REFUSE)
+    assert [r.verdict for r in refused] == [ClaimVerdict.UNVERIFIED, ClaimVerdict.VERIFIED] and summary.refused
     # From the source alone the class is out of sight: nothing is flagged, and the build says why not.
     plain = build_index(corpus, tmp_path / "plain", BuildSettings(workers=1), embedder=HashingEmbedder())
     assert plain.html_layout == ""

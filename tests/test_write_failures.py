@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 
 import index
+import ingest.worker
 from index.fsck import fsck
 from ingest.build import BuildSettings, build_index
 from schemas.errors import IndexWriteError
@@ -106,7 +107,10 @@ def _assert_previous_serves_and_nothing_is_left(idx_dir: Path, live: str) -> Non
 @pytest.mark.hostile("a disk that fills up at any point of a build (tmpfs, free space swept from 0 to 1.5 MiB)",
                      "CLI error: IndexWriteError 'cannot write the index ...: No space left on device; generation N is still live'; "
                      "fsck clean, the failed build's files removed, the next build with space succeeds")
-def test_a_disk_that_fills_at_any_point_leaves_the_previous_generation_serving(small_disk, tmp_path):
+@pytest.mark.parametrize("spill", [False, True], ids=["in-memory", "spilled"])
+def test_a_disk_that_fills_at_any_point_leaves_the_previous_generation_serving(small_disk, tmp_path, monkeypatch, spill):
+    if spill:  # every table over 50 rows goes through a spill file in the generation (ingest.spill)
+        monkeypatch.setattr(ingest.worker, "SPILL_ROWS", {name: 50 for name in ingest.worker.SPILL_ROWS})
     corpus = _corpus(tmp_path / "corpus")
     idx_dir = small_disk / "idx"
     _build(corpus, idx_dir)
