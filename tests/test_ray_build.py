@@ -32,7 +32,7 @@ from ray_processes import descendants, kill_all, ray_processes, wait_for_no_stra
 
 pytestmark = [pytest.mark.slow, pytest.mark.spawns]  # a Ray instance: processes, and seconds to start
 
-TABLES = ("documents", "chunks", "pdf_chars", "pdf_pages", "html_map")
+TABLES = ("documents", "chunks", "pdf_chars", "pdf_pages", "html_map", "hidden_text")
 
 
 @pytest.fixture(scope="module")
