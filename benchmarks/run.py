@@ -88,8 +88,7 @@ def bench_throughput(skip_model: bool) -> None:
 
 def _test_embedder():
     """The tests' deterministic stand-in for the model (tests/doubles.py)."""
-    sys.path.insert(0, str(ROOT / "tests"))
-    from doubles import HashingEmbedder
+    from benchmarks.embedders import HashingEmbedder
 
     return HashingEmbedder()
 

@@ -14,10 +14,10 @@ import collections
 import pytest
 
 from ingest.html import parse_html, parse_html_text
-from ingest.html_layout import browser_unavailable
 from schemas.records import HiddenReason as R
 
 from conftest import SHARED_CORPUS
+from test_html_layout import browser  # noqa: F401 - the layout tests' Chromium fixture
 
 WORDS = "The vault code is 4711 and the key sits under the blue mat."
 
@@ -90,17 +90,6 @@ def flagged(runs, where: range) -> set:
 
 def covers(runs, where: range, reason) -> bool:
     return any(r.start <= where.start and where.stop <= r.end and r.reason is reason for r in runs)
-
-
-@pytest.fixture(scope="module")
-def browser():
-    reason = browser_unavailable()
-    if reason is not None:
-        pytest.skip(f"HTML layout needs a browser: {reason}")
-    from ingest.html_layout import LayoutBrowser
-
-    with LayoutBrowser() as chromium:
-        yield chromium
 
 
 # -- with a browser

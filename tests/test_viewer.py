@@ -181,15 +181,24 @@ def browser():
         chromium.close()
 
 
-@pytest.fixture
-def page(browser):
-    context = browser.new_context(viewport={"width": 1280, "height": 800})
+@contextlib.contextmanager
+def open_tab(browser, viewport: dict):
+    """A tab of its own context, collecting the page's script errors in ``tab.errors``."""
+    context = browser.new_context(viewport=viewport)
     tab = context.new_page()
     tab.set_default_timeout(20_000)
     tab.errors = []
     tab.on("pageerror", lambda error: tab.errors.append(str(error)))
-    yield tab
-    context.close()
+    try:
+        yield tab
+    finally:
+        context.close()
+
+
+@pytest.fixture
+def page(browser):
+    with open_tab(browser, {"width": 1280, "height": 800}) as tab:
+        yield tab
 
 
 def shoot(tab, name: str) -> Path:

@@ -25,7 +25,7 @@ import index
 from conftest import ARTIFACTS, SAMPLE_CORPUS, chunk_with, spanindex
 from doubles import HashingEmbedder
 from test_html_defuse import HOSTILE
-from test_viewer import CHROMIUM, CHROMIUM_ARGS, require_chromium, running_server
+from test_viewer import browser, open_tab, require_chromium, running_server  # noqa: F401 - browser: the viewer tests' Chromium fixture
 
 pytestmark = [pytest.mark.browser, pytest.mark.spawns]
 
@@ -104,26 +104,10 @@ def render(index_dir: Path, folder: Path) -> Path:
     return folder / "report.html"
 
 
-@pytest.fixture(scope="module")
-def browser():
-    require_chromium()
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as playwright:
-        chromium = playwright.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
-        yield chromium
-        chromium.close()
-
-
 @pytest.fixture
 def page(browser):
-    context = browser.new_context(viewport=VIEWPORT)
-    tab = context.new_page()
-    tab.set_default_timeout(20_000)
-    tab.errors = []
-    tab.on("pageerror", lambda error: tab.errors.append(str(error)))
-    yield tab
-    context.close()
+    with open_tab(browser, VIEWPORT) as tab:
+        yield tab
 
 
 # Where the first highlight of the open view is, in window coordinates, and what the browser's

@@ -149,10 +149,8 @@ def run_build(args) -> int:
     if left_out:
         print(f"  skipped {len(left_out)} file(s) that are not documents of the corpus:")
         width = max(len(shown(s.doc_id)) for s in left_out)
-        for skipped in left_out[: None if args.verbose else 20]:
+        for skipped in _listed(left_out, args.verbose, 20):
             print(f"    {shown(skipped.doc_id):<{width}}  {shown(str(skipped))}")
-        if len(left_out) > 20 and not args.verbose:
-            print(f"    ... and {len(left_out) - 20} more (--verbose lists them all)")
     for warning in report.warnings:
         print(f"  warning: {warning}")
     if report.failures:
@@ -162,16 +160,12 @@ def run_build(args) -> int:
             print(f"    {shown(doc_id):<{width}}  {status:<8} {shown(reason)}")
     if report.warned:
         print(f"  {len(report.warned)} document(s) indexed with warnings:")
-        for doc_id, warning in report.warned[: None if args.verbose else 10]:
+        for doc_id, warning in _listed(report.warned, args.verbose, 10):
             print(f"    {shown(doc_id)}: {shown(warning if args.verbose or len(warning) <= 160 else warning[:157] + '...')}")
-        if len(report.warned) > 10 and not args.verbose:
-            print(f"    ... and {len(report.warned) - 10} more (--verbose lists them all)")
     if report.hidden:
         print(f"  {len(report.hidden)} document(s) hold text a reader cannot see (kept out of embeddings):")
-        for doc_id, n_hidden in report.hidden[: None if args.verbose else 10]:
-            print(f"    {doc_id}: {n_hidden} hidden characters")
-        if len(report.hidden) > 10 and not args.verbose:
-            print(f"    ... and {len(report.hidden) - 10} more (--verbose lists them all)")
+        for doc_id, n_hidden in _listed(report.hidden, args.verbose, 10):
+            print(f"    {shown(doc_id)}: {n_hidden} hidden characters")
     if args.verbose:
         for doc_id, trace in report.internal_errors:
             print(f"--- internal error in {doc_id}:\n{trace}", file=sys.stderr)
@@ -189,6 +183,13 @@ def _executor(args):
     from ingest.ray_executor import RayExecutor, RaySettings
 
     return RayExecutor(RaySettings(address=args.ray_address, embed_actors=args.embed_actors))
+
+
+def _listed(items: list, verbose: bool, limit: int):
+    """The items a summary lists (all with --verbose, else the first ``limit``), then a line for the rest."""
+    yield from items if verbose else items[:limit]
+    if len(items) > limit and not verbose:
+        print(f"    ... and {len(items) - limit} more (--verbose lists them all)")
 
 
 def shown(text: str) -> str:
