@@ -28,7 +28,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ingest.hidden import HiddenText
-from ingest.normalize import CONTROLS, changing_pieces, changing_set, char_class, normalize
+from ingest.normalize import CONTROLS, SliceNormalizer, changing_set, char_class, joins_words, normalize
 from schemas.errors import ChunkerError
 from schemas.records import Chunk, ChunkerSettings, HiddenRun, ParsedDocument
 
@@ -39,6 +39,7 @@ WORD = 1
 LINE = 2
 SENTENCE = 3
 PARAGRAPH = 4
+_CUT_STRENGTHS = (PARAGRAPH, SENTENCE, LINE, WORD, ATTACHED)  # strongest first
 
 _SENTENCE_END = frozenset(".!?;:\u3002\uff01\uff1f\uff1b\u2026\u061f\u06d4\u0964")
 _CLOSERS = frozenset("\"')]}\u2019\u201d\u00bb\u300d\u300f")
@@ -139,16 +140,30 @@ def _segments(doc_text: str) -> list[tuple[int, int]]:
 TOKENIZE_CHARS = 65_536  # characters tokenized at a time (the tokenizer holds ~125 bytes a character)
 
 
-def encode_in_pieces(text: str, tokenizer) -> tuple[list[tuple[int, int]], list[int | None]]:
+@dataclass(frozen=True, slots=True, eq=False)
+class TokenSpans:
+    """Tokens of a text as arrays: token i covers ``text[starts[i]:ends[i]]`` and belongs to
+    word ``word_ids[i]`` (numbered through the whole text)."""
+
+    starts: np.ndarray
+    ends: np.ndarray
+    word_ids: np.ndarray
+
+    def __len__(self) -> int:
+        return len(self.starts)
+
+
+def encode_in_pieces(text: str, tokenizer) -> TokenSpans:
     """Token offsets and word ids of ``text`` (control characters already spaces), exactly as one
     call would give them, from calls on pieces of about ``TOKENIZE_CHARS`` cut at whitespace.
 
     >>> from ingest.model import load_tokenizer, resolve_model
-    >>> encode_in_pieces("Hello world", load_tokenizer(resolve_model()))
-    ([(0, 5), (6, 11)], [0, 1])
+    >>> tokens = encode_in_pieces("Hello world", load_tokenizer(resolve_model()))
+    >>> tokens.starts.tolist(), tokens.ends.tolist(), tokens.word_ids.tolist()
+    ([0, 6], [5, 11], [0, 1])
     """
-    offsets: list[tuple[int, int]] = []
-    word_ids: list[int | None] = []
+    offsets: list[np.ndarray] = []
+    word_ids: list[np.ndarray] = []
     start, n, words = 0, len(text), 0
     while start < n:
         stop = n
@@ -156,24 +171,33 @@ def encode_in_pieces(text: str, tokenizer) -> tuple[list[tuple[int, int]], list[
             found = _PIECE_SPACE.search(text, start + TOKENIZE_CHARS)
             stop = found.end() if found else n
         encoding = tokenizer.encode(text[start:stop], add_special_tokens=False)
-        offsets.extend(encoding.offsets if not start else [(a + start, b + start) for a, b in encoding.offsets])
-        piece_words = encoding.word_ids
-        word_ids.extend(piece_words if not words else [None if w is None else w + words for w in piece_words])
-        words += 1 + max((w for w in piece_words if w is not None), default=-1)
+        count = len(encoding.ids)
+        # Straight from the tokenizer's lists into arrays: no Python object per token survives.
+        piece_offsets = np.fromiter(itertools.chain.from_iterable(encoding.offsets), np.int64, 2 * count)
+        piece_words = np.fromiter(encoding.word_ids, np.int64, count)  # no special tokens: never None
+        if count:
+            offsets.append(piece_offsets + start if start else piece_offsets)
+            word_ids.append(piece_words + words if words else piece_words)
+            words += 1 + int(piece_words.max())
         start = stop
-    return offsets, word_ids
+    if not offsets:
+        empty = np.zeros(0, np.int64)
+        return TokenSpans(empty, empty, empty)
+    spans = np.concatenate(offsets).reshape(-1, 2) if len(offsets) > 1 else offsets[0].reshape(-1, 2)
+    words_all = np.concatenate(word_ids) if len(word_ids) > 1 else word_ids[0]
+    return TokenSpans(spans[:, 0], spans[:, 1], words_all)
 
 
 def _chunk_segment(doc_text: str, tokenizer, settings: ChunkerSettings, budget: int) -> tuple[list[ChunkSpan], int]:
     """Spans of one piece of text (offsets and token numbers relative to it), and its token count."""
     # Control characters become spaces (one for one: offsets stay valid) as they do in the
     # normalised text; BERT would delete them and glue "3\f1" into one word.
-    offsets, word_ids = encode_in_pieces(CONTROLS.sub(" ", doc_text), tokenizer)
-    n = len(offsets)
+    tokens = encode_in_pieces(CONTROLS.sub(" ", doc_text), tokenizer)
+    n = len(tokens)
     if n == 0:
         return [], 0
-    scores = _BoundaryScores(doc_text, offsets, word_ids)
-    pieces = _ChangedPieces(doc_text, scores.starts, scores.ends)
+    scores = _BoundaryScores(doc_text, tokens)
+    pieces = _ChangedPieces(doc_text, tokens.starts)
 
     spans: list[ChunkSpan] = []
     shrunk: dict[int, int] = {}  # chunk start token -> lowered upper bound for its cut
@@ -181,11 +205,12 @@ def _chunk_segment(doc_text: str, tokenizer, settings: ChunkerSettings, budget: 
     s: int | None = 0
     while s is not None:
         plan = _plan_cuts(s, last_cut, n, budget, settings.overlap, scores, shrunk)
-        texts = [doc_text[offsets[a][0] : offsets[p - 1][1]] for a, p in plan]
+        char_starts = tokens.starts[[a for a, _ in plan]].tolist()
+        char_ends = tokens.ends[[p - 1 for _, p in plan]].tolist()
         exact_cuts = [p - a if scores.exact_cut(a) and scores.exact_cut(p) else None for a, p in plan]
-        counts = _model_token_counts(texts, plan, exact_cuts, pieces, tokenizer)
+        counts = _model_token_counts(list(zip(char_starts, char_ends)), exact_cuts, pieces, tokenizer)
         s = None if plan[-1][1] >= n else _next_start(plan[-1][1], plan[-1][0], settings.overlap, scores)
-        for (a, p), (n_model, normalized) in zip(plan, counts):
+        for (a, p), start, end, (n_model, normalized) in zip(plan, char_starts, char_ends, counts):
             if n_model > settings.max_tokens and p - a > 1:
                 # Normalisation changed the count (rare: NFKC expansions); cut earlier,
                 # but never back to where the previous chunk ended: then drop the overlap.
@@ -198,7 +223,7 @@ def _chunk_segment(doc_text: str, tokenizer, settings: ChunkerSettings, budget: 
                 break
             if n_model > settings.max_tokens:
                 normalized, n_model = _fit_embed_text(normalized, tokenizer, settings.max_tokens)
-            spans.append(ChunkSpan(offsets[a][0], offsets[p - 1][1], a, n_model, normalized))
+            spans.append(ChunkSpan(start, end, a, n_model, normalized))
             last_cut = p
     return spans, n
 
@@ -224,8 +249,10 @@ def _plan_cuts(s, last_cut, n, budget, overlap, scores: _BoundaryScores, shrunk)
 _PLAN_AHEAD = 64  # chunks measured per batch; a rare recount re-plans only these
 
 
-def _model_token_counts(texts: list[str], plan, raw_counts: list[int | None], pieces: _ChangedPieces, tokenizer) -> list[tuple[int, str]]:
-    """(tokens the model sees, normalised text) per chunk text.
+def _model_token_counts(
+    char_ranges: list[tuple[int, int]], raw_counts: list[int | None], pieces: _ChangedPieces, tokenizer
+) -> list[tuple[int, str]]:
+    """(tokens the model sees, normalised text) per chunk ``doc_text[start:end]``.
 
     A chunk cut cleanly between words has its ``raw`` document tokens. Normalisation leaves
     its text as it is but for whitespace, except in a few space-delimited pieces
@@ -233,66 +260,49 @@ def _model_token_counts(texts: list[str], plan, raw_counts: list[int | None], pi
     the count is ``raw`` plus what normalising those pieces adds, plus [CLS] and [SEP].
     A chunk cut inside a word is tokenized again whole.
     """
-    normalized = [embed_text(t) for t in texts]
+    chunk_pieces = [pieces.within(start, end) for start, end in char_ranges]
+    normalized = [pieces.joined(start, end, found) for (start, end), found in zip(char_ranges, chunk_pieces)]
     counts = [0 if r is None else r + 2 for r in raw_counts]
     recount = [i for i, r in enumerate(raw_counts) if r is None]
-    chunk_pieces = [[] if r is None else pieces.within(*_char_range(plan[i], pieces)) for i, r in enumerate(raw_counts)]
-    unknown = sorted({piece for found in chunk_pieces for piece in found if piece not in pieces.added})
     if recount:
         for i, enc in zip(recount, tokenizer.encode_batch([normalized[i] for i in recount], add_special_tokens=False)):
             counts[i] = len(enc.ids) + 2
+    counted = [found for found, r in zip(chunk_pieces, raw_counts) if r is not None]
+    unknown = sorted({piece for found in counted for piece in found if piece[:2] not in pieces.added})
     if unknown:
-        tokens = pieces.tokens_of([pieces.folded(piece) for piece in unknown], tokenizer)
-        for piece, after, before in zip(unknown, tokens, pieces.raw_tokens(unknown)):
-            pieces.added[piece] = after - before
-    for i, found in enumerate(chunk_pieces):
-        counts[i] += sum(pieces.added[piece] for piece in found)
+        tokens = pieces.tokens_of([folded for _, _, folded in unknown], tokenizer)
+        for (lo, hi, _), after, before in zip(unknown, tokens, pieces.raw_tokens([piece[:2] for piece in unknown])):
+            pieces.added[lo, hi] = after - before
+    for i, r in enumerate(raw_counts):
+        if r is not None:
+            counts[i] += sum(pieces.added[lo, hi] for lo, hi, _ in chunk_pieces[i])
     return list(zip(counts, normalized))
-
-
-def _char_range(token_range: tuple[int, int], pieces: _ChangedPieces) -> tuple[int, int]:
-    a, p = token_range
-    return int(pieces.token_starts[a]), int(pieces.token_ends[p - 1])
 
 
 class _ChangedPieces:
     """The pieces of one text that normalisation changes (``changing_pieces``, found once for
-    the whole text and clipped to each chunk), and the tokens each adds once normalised."""
+    the whole text and clipped to each chunk, by ``SliceNormalizer``), and the tokens each
+    adds once normalised."""
 
-    def __init__(self, doc_text: str, token_starts: np.ndarray, token_ends: np.ndarray) -> None:
-        self.doc_text = doc_text
-        self.token_starts, self.token_ends = token_starts, token_ends
-        spans = changing_pieces(doc_text, _recount_character())
-        self._los = [lo for lo, _ in spans]
-        self._his = [hi for _, hi in spans]
-        # (lo, hi) -> tokens the normalised piece has beyond the document's tokens in it;
-        # 0 where it tokenizes as before without asking the tokenizer (see ``within``)
+    def __init__(self, doc_text: str, token_starts: np.ndarray) -> None:
+        self.token_starts = token_starts
+        self._slices = SliceNormalizer(doc_text)
+        # (lo, hi) -> tokens the normalised piece has beyond the document's tokens in it; 0,
+        # without asking the tokenizer, where no character of it may change the count
         self.added: dict[tuple[int, int], int] = {}
-        self._folded: dict[tuple[int, int], str] = {}
-        self._by_text: dict[str, str] = {}  # piece -> normalised (words repeat)
         self._tokens_by_text: dict[str, int] = {}  # normalised piece -> its model tokens
 
-    def within(self, start: int, end: int) -> list[tuple[int, int]]:
-        """The changing pieces of ``doc_text[start:end]``, clipped to it."""
-        found = []
-        i = bisect.bisect_right(self._his, start)
-        while i < len(self._los) and self._los[i] < end:
-            piece = (max(self._los[i], start), min(self._his[i], end))
-            i += 1
-            if piece not in self.added:
-                original = self.doc_text[piece[0] : piece[1]]
-                folded = self._by_text.get(original)
-                if folded is None:
-                    folded = self._by_text[original] = normalize(original)
-                if folded == original:
-                    self.added[piece] = 0
-                    continue
-                self._folded[piece] = folded
-            found.append(piece)
+    def within(self, start: int, end: int) -> list[tuple[int, int, str]]:
+        """(lo, hi, normalised) of the changing pieces of ``doc_text[start:end]``, clipped to it."""
+        found = self._slices.changed_pieces(start, end)
+        for lo, hi, _ in found:
+            if (lo, hi) not in self.added and not _may_change_count(self._slices.text[lo:hi]):
+                self.added[lo, hi] = 0
         return found
 
-    def folded(self, piece: tuple[int, int]) -> str:
-        return self._folded[piece]
+    def joined(self, start: int, end: int, found: list[tuple[int, int, str]]) -> str:
+        """The normalised ``doc_text[start:end]`` (``embed_text``) from its pieces."""
+        return self._slices.joined(start, end, found)
 
     def tokens_of(self, folded: list[str], tokenizer) -> list[int]:
         """Model tokens of each normalised piece, without [CLS] and [SEP].
@@ -321,6 +331,10 @@ class _ChangedPieces:
             return []
         bounds = np.searchsorted(self.token_starts, np.array(pieces, dtype=np.int64))
         return (bounds[:, 1] - bounds[:, 0]).tolist()
+
+
+def _may_change_count(piece: str) -> bool:
+    return bool(_recount_character().search(piece)) or joins_words(piece)
 
 
 @functools.cache
@@ -370,18 +384,15 @@ def _fit_embed_text(normalized: str, tokenizer, max_tokens: int) -> tuple[str, i
 
 def _best_cut(scores: _BoundaryScores, lo: int, hi: int, s: int) -> int:
     """The highest-scoring cut in [lo, hi]; a forced cut at hi when no word boundary exists."""
-    lo = max(lo, s + 1)
-    strengths = scores.strength[lo : hi + 1]
-    best = int(strengths.max())
-    if best < 0:
+    ties = scores.strongest(max(lo, s + 1), hi)
+    if not ties:
         return hi
-    ties = np.flatnonzero(strengths == best)
     if len(ties) == 1:
-        return lo + int(ties[0])
+        return ties[0]
     # Ties between boundaries of one strength: the highest hash of the text around them wins
     # (the first of equal hashes), so the choice depends on the content, not the position.
-    hashes = scores.content_hashes((ties + lo).tolist())
-    return lo + int(ties[hashes.index(max(hashes))])
+    hashes = scores.content_hashes(ties)
+    return ties[hashes.index(max(hashes))]
 
 
 def _next_start(cut: int, prev_start: int, overlap: int, scores: _BoundaryScores) -> int:
@@ -394,10 +405,9 @@ def _next_start(cut: int, prev_start: int, overlap: int, scores: _BoundaryScores
     """
     lo = max(cut - overlap, prev_start + 1)
     hi = max(lo, cut - overlap // 4)
-    strengths = scores.strength[lo : hi + 1]
-    best = int(strengths.max())
-    if best > INSIDE_WORD:
-        return lo + int(np.argmax(strengths == best))
+    first = scores.strongest(lo, hi, first_only=True)
+    if first:
+        return first[0]
     start = lo  # no boundary in the window: the first after it, else the cut itself
     while start < cut and scores.strength[start] < 0:
         start += 1
@@ -409,11 +419,6 @@ def _lookup(chars) -> np.ndarray:
     table = np.zeros(0x10000, dtype=bool)
     table[[ord(c) for c in chars]] = True
     return table
-
-
-def _counts_to(mask: np.ndarray) -> np.ndarray:
-    """counts[i] = how many of mask[:i] are set."""
-    return np.concatenate(([0], np.cumsum(mask, dtype=np.int64)))
 
 
 _SENTENCE_ENDS = _lookup(_SENTENCE_END)
@@ -428,17 +433,15 @@ class _BoundaryScores:
     Strengths are computed for every token at once; hashes only for the ties a cut has to break.
     """
 
-    def __init__(self, doc_text: str, offsets: list, word_ids: list) -> None:
-        n = len(offsets)
-        spans = np.fromiter(itertools.chain.from_iterable(offsets), dtype=np.int64, count=2 * n).reshape(n, 2)
-        self.starts, self.ends = spans[:, 0], spans[:, 1]
-        utf8 = doc_text.encode("utf-8", "surrogatepass")
+    def __init__(self, doc_text: str, tokens: TokenSpans) -> None:
+        n = len(tokens)
+        self.starts, self.ends = tokens.starts, tokens.ends
+        self._doc_text = doc_text
         codes = np.frombuffer(doc_text.encode("utf-32-le", "surrogatepass"), dtype=np.uint32)
         strength = np.full(n + 1, INSIDE_WORD, dtype=np.int8)
         strength[n] = ATTACHED  # the end of the document, only ever chosen as the last cut
         if n > 1:
-            word_ids_array = np.fromiter(word_ids, dtype=np.int64, count=n)
-            strength[1:n] = _strengths(doc_text, codes, self.starts, self.ends, word_ids_array)
+            strength[1:n] = _strengths(doc_text, codes, self.starts, self.ends, tokens.word_ids)
         self.strength = strength
         # A cut before token p whose slice holds exactly the tokens on its side: p begins a
         # word and shares no character with the token before it (the jamo of one Hangul
@@ -446,23 +449,29 @@ class _BoundaryScores:
         clean = np.ones(n + 1, dtype=bool)
         clean[1:n] = (strength[1:n] >= 0) & (self.ends[:-1] <= self.starts[1:])
         self._clean = clean
-        # For the hash of the text around each boundary: byte offsets in the UTF-8 text.
-        widths = 1 + (codes >= 0x80).astype(np.int64) + (codes >= 0x800) + (codes >= 0x10000)
-        self._byte_at = np.concatenate(([0], np.cumsum(widths)))
-        self._utf8 = memoryview(utf8)
+        # The boundaries of each strength as sorted lists, strongest first: a window's best
+        # boundaries are found by bisection, not by a pass over the window.
+        self._by_strength = [np.flatnonzero(strength == level).tolist() for level in _CUT_STRENGTHS]
+
+    def strongest(self, lo: int, hi: int, first_only: bool = False) -> list[int]:
+        """The boundaries in [lo, hi] of the highest strength there (ATTACHED at least), in
+        order; only the first with ``first_only``; none when no boundary lies there."""
+        for positions in self._by_strength:
+            i = bisect.bisect_left(positions, lo)
+            if i < len(positions) and positions[i] <= hi:
+                return [positions[i]] if first_only else positions[i : bisect.bisect_right(positions, hi, i)]
+        return []
 
     def exact_cut(self, p: int) -> bool:
         return bool(self._clean[p])
 
     def content_hashes(self, boundaries: list[int]) -> list[int]:
-        """crc32 of the two tokens around each boundary (before token p) and what lies between;
-        0 for the end of the text."""
-        n, text = len(self.starts), self._utf8
-        inner = np.array([p for p in boundaries if p < n], dtype=np.int64)
-        start = self._byte_at[self.starts[inner - 1]].tolist()  # of the token before the boundary
-        end = self._byte_at[self.ends[inner]].tolist()  # of the token after it
-        hashes = iter([zlib.crc32(text[a:b]) for a, b in zip(start, end)])
-        return [next(hashes) if p < n else 0 for p in boundaries]
+        """crc32 of the UTF-8 of the two tokens around each boundary (before token p) and what
+        lies between; 0 for the end of the text."""
+        n, text, starts, ends = len(self.starts), self._doc_text, self.starts, self.ends
+        # from the start of the token before the boundary to the end of the token after it
+        return [zlib.crc32(text[starts[p - 1] : ends[p]].encode("utf-8", "surrogatepass")) if p < n else 0
+                for p in boundaries]
 
 
 def _strengths(doc_text: str, codes: np.ndarray, starts: np.ndarray, ends: np.ndarray, word_ids: np.ndarray) -> np.ndarray:
@@ -480,24 +489,41 @@ def _strengths(doc_text: str, codes: np.ndarray, starts: np.ndarray, ends: np.nd
     cjk_prev = _cjk(codes[(prev_end - 1) % len(codes)])
     strength = np.where(has_gap | cjk_next | cjk_prev, WORD, ATTACHED).astype(np.int8)
     strength[ends_sentence & (has_gap | cjk_next)] = SENTENCE
-    # Line breaks, form feeds and other characters in each gap, by counts up to each position.
-    gap_end = np.maximum(next_start, prev_end)
-    newlines = _counts_to(codes == 0x0A)
-    line_breaks = _counts_to((codes == 0x0A) | (codes == 0x0D))
-    form_feeds = _counts_to(codes == 0x0C)
-    not_spaces = _counts_to(~_SPACES[np.minimum(codes, 0xFFFF)] | (codes > 0xFFFF))
-    strength[has_gap & (line_breaks[gap_end] > line_breaks[prev_end]) & (strength != SENTENCE)] = LINE
-    # A paragraph: a form feed, or two newlines with only whitespace between them (a gap of
-    # whitespace alone with two newlines has that; any other gap is searched).
-    two_newlines = has_gap & (newlines[gap_end] - newlines[prev_end] >= 2)
-    only_spaces = not_spaces[gap_end] == not_spaces[prev_end]
-    strength[has_gap & (form_feeds[gap_end] > form_feeds[prev_end])] = PARAGRAPH
-    strength[two_newlines & only_spaces] = PARAGRAPH
-    for q in np.flatnonzero(two_newlines & ~only_spaces).tolist():
-        if _PARAGRAPH_GAP.search(doc_text, prev_end[q], next_start[q]):
-            strength[q] = PARAGRAPH
+    gaps = np.flatnonzero(has_gap)
+    if len(gaps):
+        _mark_breaks(doc_text, bmp, gaps, prev_end[gaps], next_start[gaps], strength)
     strength[inside] = INSIDE_WORD
     return strength
+
+
+# What a gap between tokens holds, a bit per kind of character (astral ones index U+FFFF: not a space).
+_NEWLINE, _LINE_BREAK_CHAR, _FORM_FEED, _NOT_SPACE = 1, 2, 4, 8
+_GAP_FLAGS = np.where(_SPACES, 0, _NOT_SPACE).astype(np.uint8)
+_GAP_FLAGS[0x0A] |= _NEWLINE | _LINE_BREAK_CHAR
+_GAP_FLAGS[0x0D] |= _LINE_BREAK_CHAR
+_GAP_FLAGS[0x0C] |= _FORM_FEED
+
+
+def _mark_breaks(doc_text: str, bmp: np.ndarray, gaps: np.ndarray, lo: np.ndarray, hi: np.ndarray, strength: np.ndarray) -> None:
+    """Raise the strength of the gaps ``doc_text[lo:hi]`` before tokens ``gaps`` that hold a line
+    break (LINE, unless a sentence ends there) or a paragraph break (PARAGRAPH)."""
+    # Each gap's flags and newlines in one pass over the text: reduceat over [lo, hi) pairs
+    # (the odd entries, the text between gaps, are dropped).
+    bounds = np.empty(2 * len(gaps), dtype=np.int64)
+    bounds[0::2], bounds[1::2] = lo, hi
+    flags = _GAP_FLAGS[bmp]
+    held = np.bitwise_or.reduceat(flags, bounds)[0::2]
+    newlines = np.add.reduceat(flags & _NEWLINE, bounds, dtype=np.int64)[0::2]
+    line = (held & _LINE_BREAK_CHAR).astype(bool) & (strength[gaps] != SENTENCE)
+    strength[gaps[line]] = LINE
+    # A paragraph: a form feed, or two newlines with only whitespace between them (a gap of
+    # whitespace alone with two newlines has that; any other gap is searched).
+    two_newlines = newlines >= 2
+    only_spaces = (held & _NOT_SPACE) == 0
+    strength[gaps[(held & _FORM_FEED).astype(bool) | (two_newlines & only_spaces)]] = PARAGRAPH
+    for q, a, b in zip(*(x[two_newlines & ~only_spaces].tolist() for x in (gaps, lo, hi))):
+        if _PARAGRAPH_GAP.search(doc_text, a, b):
+            strength[q] = PARAGRAPH
 
 
 def _cjk(codes: np.ndarray) -> np.ndarray:

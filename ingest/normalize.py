@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import bisect
 import functools
+import operator
 import re
 import unicodedata
 from dataclasses import dataclass
@@ -104,6 +105,7 @@ _PIECES = re.compile(f"({_HYPHEN_BREAK})|({_SPACE_RUN})|({_CLUSTER})")
 _BETWEEN_NO_SPACE_SCRIPT = re.compile(
     f"({_NO_SPACE_CLASS}{_MARK_OR_INVISIBLE}*){_SPACE_RUN}(?={_INVISIBLE_CLASS}*{_NO_SPACE_CLASS})"
 )
+_FIRST_GROUP = operator.itemgetter(1)  # a replacement in C: a template (r"\1") runs Python per match
 _MARK_OR_INVISIBLE_RE = re.compile(_MARK_OR_INVISIBLE)
 _HYPHEN_BREAK_RE = re.compile(_HYPHEN_BREAK)
 _CLUSTER_RE = re.compile(_CLUSTER)
@@ -185,39 +187,52 @@ def changing_clusters() -> re.Pattern:
 
 
 @functools.cache
-def changing_character() -> re.Pattern:
-    return char_class(changing_set())
+def _changing_table() -> np.ndarray:
+    """``changing_set`` as a table over the BMP (index with codes clipped to 0xFFFF: U+FFFF,
+    where every astral character lands, is set too)."""
+    table = np.zeros(0x10000, dtype=bool)
+    table[[ord(c) for c in changing_set()]] = True
+    table[0xFFFF] = True
+    return table
 
 
-def changing_pieces(text: str, characters: re.Pattern | None = None) -> list[tuple[int, int]]:
+def changing_pieces(text: str) -> list[tuple[int, int]]:
     """Spans of ``text`` outside of which ``normalize`` only collapses whitespace.
 
-    Each span is a run between ASCII whitespace (or the text's ends) holding a character
-    that folding may change (``characters``, by default ``changing_character()``; a caller
-    may narrow it to what it cares about), or runs that normalising joins: a line-end hyphen,
-    or whitespace between two CJK characters (then all of them). Each
-    normalises on its own: ``normalize(text)`` is the words of ``text`` with every span
-    replaced by ``normalize(text[a:b])``, joined by single spaces. A superset: a span may
-    come out unchanged.
+    Each span is a run between separators (ASCII whitespace and control characters, or the
+    text's ends) holding a character that folding may change (``changing_set``), or runs
+    that normalising joins: a line-end hyphen, or whitespace between two CJK characters
+    (then all of them). Each normalises on its own: ``normalize(text)`` is the words of
+    ``text`` with every span replaced by ``normalize(text[a:b])``, joined by single spaces.
+    A superset: a span may come out unchanged.
 
     >>> changing_pieces("an e\\ufb03cient, ab-\\ncd way")
     [(3, 11), (12, 18)]
     """
-    spaced = SEPARATORS.sub(" ", text)  # every separator one space: offsets stay
-    found = [m.span() for m in _HYPHEN_BREAK_RE.finditer(text)]
+    codes = np.frombuffer(text.encode("utf-32-le", "surrogatepass"), dtype=np.uint32)
+    hits = np.flatnonzero(_changing_table()[np.minimum(codes, 0xFFFF)])
+    joins = [m.span() for m in _HYPHEN_BREAK_RE.finditer(text)]
     if not text.isascii():
-        found += [m.span() for m in _BETWEEN_NO_SPACE_SCRIPT.finditer(text)]
-    found += [m.span() for m in (characters or changing_character()).finditer(spaced)]
-    spans: list[tuple[int, int]] = []
-    for a, b in sorted(found):
-        lo = spaced.rfind(" ", 0, a) + 1
-        hi = spaced.find(" ", b)
-        hi = len(spaced) if hi < 0 else hi
-        if spans and lo <= spans[-1][1]:
-            spans[-1] = (spans[-1][0], max(spans[-1][1], hi))
-        else:
-            spans.append((lo, hi))
-    return spans
+        joins += [m.span() for m in _BETWEEN_NO_SPACE_SCRIPT.finditer(text)]
+    starts, ends = hits, hits + 1
+    if joins:
+        spans = np.array(joins, dtype=np.int64)
+        starts, ends = np.concatenate((starts, spans[:, 0])), np.concatenate((ends, spans[:, 1]))
+    if not len(starts):
+        return []
+    order = np.argsort(starts, kind="stable")
+    starts, ends = starts[order], ends[order]
+    # Widen each to the separators around it (every control character is one, as a space).
+    # Sentinels at both ends: a text's ends bound a span as a separator does.
+    separators = np.concatenate(([-1], np.flatnonzero((codes <= 0x20) | (codes == 0x7F)), [len(codes)]))
+    lo = separators[np.searchsorted(separators, starts) - 1] + 1
+    hi = separators[np.searchsorted(separators, ends)]
+    # Merge spans that overlap or touch: a new one begins where it starts past all before it.
+    reach = np.maximum.accumulate(hi)
+    first = np.concatenate(([True], lo[1:] > reach[:-1]))
+    group_lo = lo[first]
+    group_hi = np.maximum.reduceat(hi, np.flatnonzero(first))
+    return list(zip(group_lo.tolist(), group_hi.tolist()))
 
 
 @functools.lru_cache(maxsize=8192)  # a document repeats its few folded clusters (ligatures, quotes)
@@ -322,9 +337,83 @@ def normalize(original: str) -> str:
     """
     if original.isascii():
         return " ".join(CONTROLS.sub(" ", _HYPHEN_BREAK_RE.sub("", original)).split())
-    text = _HYPHEN_BREAK_RE.sub("", _BETWEEN_NO_SPACE_SCRIPT.sub(r"\1", original))
+    text = _HYPHEN_BREAK_RE.sub("", _BETWEEN_NO_SPACE_SCRIPT.sub(_FIRST_GROUP, original))
     # Without combining marks every cluster is one character (an invisible one folds to
     # nothing on its own as in a cluster): the scan looks for folded characters only.
     changing = changing_clusters() if _MARKS_RE.search(text) else folded_character()
     text = changing.sub(lambda m: _fold(m.group()), text)
     return " ".join(CONTROLS.sub(" ", text).split())
+
+
+# Control characters that str.split() does not split at (it splits at \t \n \v \f \r \x1c-\x1f).
+_SPLIT_BLIND_CONTROLS = re.compile("[\x00-\x08\x0e-\x1b\x7f]")
+
+
+def joins_words(text: str) -> bool:
+    """Whether normalising ``text`` joins words that whitespace separates in it: a hyphen at a
+    line end, or whitespace between two CJK characters."""
+    return bool(_HYPHEN_BREAK_RE.search(text) or (not text.isascii() and _BETWEEN_NO_SPACE_SCRIPT.search(text)))
+
+
+class SliceNormalizer:
+    """``normalize`` of many slices of one text (a document's chunks), with the regex passes
+    made once for the whole text.
+
+    ``changing_pieces`` are found once; outside them normalising only collapses whitespace,
+    and each normalises on its own. A slice's normalised text is then its words with the
+    pieces inside it (clipped to it) replaced by their normalised text, each piece
+    normalised once. A match of the patterns within a slice is a match in the whole text
+    (they look no further than the slice holds), so the clipped pieces cover the slice's own.
+
+    >>> text = "A \\ufb01ne day.\\n\\nAnother  \\u201cday\\u201d."
+    >>> slices = SliceNormalizer(text)
+    >>> slices(0, 11), slices(11, len(text))
+    ('A fine day.', 'Another "day".')
+    """
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+        spans = changing_pieces(text)
+        self._los = [lo for lo, _ in spans]
+        self._his = [hi for _, hi in spans]
+        self._split_blind = _SPLIT_BLIND_CONTROLS.search(text) is not None
+        self._folded: dict[tuple[int, int], str | None] = {}  # clipped piece -> normalised, None if the same
+        self._by_text: dict[str, str] = {}  # pieces repeat (a word with a ligature, overlapping chunks)
+
+    def __call__(self, start: int, end: int) -> str:
+        """``normalize(self.text[start:end])``."""
+        return self.joined(start, end, self.changed_pieces(start, end))
+
+    def changed_pieces(self, start: int, end: int) -> list[tuple[int, int, str]]:
+        """(lo, hi, normalised) of the pieces within ``text[start:end]`` (clipped to it) that
+        normalising changes."""
+        found = []
+        i = bisect.bisect_right(self._his, start)
+        while i < len(self._los) and self._los[i] < end:
+            lo, hi = max(self._los[i], start), min(self._his[i], end)
+            i += 1
+            folded = self._folded.get((lo, hi), "")
+            if folded == "" and (lo, hi) not in self._folded:
+                original = self.text[lo:hi]
+                folded = self._by_text.get(original)
+                if folded is None:
+                    folded = self._by_text[original] = normalize(original)
+                folded = self._folded[lo, hi] = None if folded == original else folded
+            if folded is not None:
+                found.append((lo, hi, folded))
+        return found
+
+    def joined(self, start: int, end: int, changed: list[tuple[int, int, str]]) -> str:
+        """The normalised ``text[start:end]`` from its ``changed_pieces``."""
+        words, at = [], start
+        for lo, hi, folded in changed:
+            words += self._words(at, lo)
+            if folded:
+                words.append(folded)
+            at = hi
+        words += self._words(at, end)
+        return " ".join(words)
+
+    def _words(self, start: int, end: int) -> list[str]:
+        plain = self.text[start:end]
+        return (_SPLIT_BLIND_CONTROLS.sub(" ", plain) if self._split_blind else plain).split()

@@ -205,10 +205,11 @@ def test_tokenizing_in_pieces_gives_the_tokens_of_one_call(tokenizer, text):
     saved = chunker.TOKENIZE_CHARS
     chunker.TOKENIZE_CHARS = 7  # pieces of a word or two: every piece boundary is exercised
     try:
-        offsets, word_ids = chunker.encode_in_pieces(spaced, tokenizer)
+        tokens = chunker.encode_in_pieces(spaced, tokenizer)
     finally:
         chunker.TOKENIZE_CHARS = saved
-    assert offsets == whole.offsets
+    assert list(zip(tokens.starts.tolist(), tokens.ends.tolist())) == whole.offsets
+    word_ids = tokens.word_ids.tolist()
     # Word ids count on across pieces; two tokens share one exactly when they do in one call.
     same = lambda ids: [a == b for a, b in zip(ids, ids[1:])]  # noqa: E731
     assert same(word_ids) == same(whole.word_ids)

@@ -8,7 +8,15 @@ import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from ingest.normalize import CONTROL_TO_SPACE, CONTROLS, SEPARATORS, changing_pieces, normalize, normalize_with_map
+from ingest.normalize import (
+    CONTROL_TO_SPACE,
+    CONTROLS,
+    SEPARATORS,
+    SliceNormalizer,
+    changing_pieces,
+    normalize,
+    normalize_with_map,
+)
 
 from conftest import examples
 
@@ -120,3 +128,14 @@ def test_a_line_break_inside_a_cjk_sentence_is_not_a_space():
 
 def test_hangul_keeps_its_spaces():
     assert normalize("\ucf54\ub85c\ub098 \ub300\uc751\n\uc815\ucc45") == "\ucf54\ub85c\ub098 \ub300\uc751 \uc815\ucc45"
+
+
+@settings(max_examples=examples(400), deadline=None)
+@given(texts, st.data())
+def test_the_slice_normaliser_gives_normalise_of_the_slice(original, data):
+    # The chunker normalises every chunk through it.
+    slices = SliceNormalizer(original)
+    for _ in range(5):
+        start = data.draw(st.integers(0, len(original)))
+        end = data.draw(st.integers(start, len(original)))
+        assert slices(start, end) == normalize(original[start:end])
