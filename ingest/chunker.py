@@ -527,11 +527,10 @@ def _mark_breaks(doc_text: str, bmp: np.ndarray, gaps: np.ndarray, lo: np.ndarra
 
 
 def _cjk(codes: np.ndarray) -> np.ndarray:
-    return (
-        ((codes >= 0x3000) & (codes <= 0x9FFF))
-        | ((codes >= 0xAC00) & (codes <= 0xD7AF))
-        | ((codes >= 0xF900) & (codes <= 0xFAFF))
-    )
+    """Characters of scripts written without spaces, between which a cut needs no gap. Not
+    Hangul: Korean puts spaces between words, and the model splits a syllable into jamo
+    tokens that share its offsets, so a cut between syllables would fall inside a word."""
+    return ((codes >= 0x3000) & (codes <= 0x9FFF)) | ((codes >= 0xF900) & (codes <= 0xFAFF))
 
 
 def make_chunks(doc: ParsedDocument, spans: list[ChunkSpan], first_vector_id: int = 0) -> list[Chunk]:

@@ -213,3 +213,17 @@ def test_tokenizing_in_pieces_gives_the_tokens_of_one_call(tokenizer, text):
     # Word ids count on across pieces; two tokens share one exactly when they do in one call.
     same = lambda ids: [a == b for a, b in zip(ids, ids[1:])]  # noqa: E731
     assert same(word_ids) == same(whole.word_ids)
+
+
+def test_korean_is_cut_between_words_with_exact_token_counts(tokenizer):
+    # Hangul is written with spaces: a cut between two syllables of one word would split the
+    # word (the model's jamo tokens of one syllable even share its offsets).
+    sentences = ["코로나바이러스감염증은 세계적 유행 단계에 돌입하였다.", "보험회사는 재해보험금을 지급하고 있다.",
+                 "약관상 명백한 규정이 없는 한 관련 분쟁이 지속적으로 발생할 가능성이 있다."]
+    text = " ".join(sentences[i % 3] for i in range(60))
+    spans = chunk_spans(text, tokenizer, ChunkerSettings(max_tokens=64, overlap=16))
+    assert len(spans) > 5
+    for span in spans:
+        assert span.start == 0 or text[span.start - 1] == " ", text[span.start - 5 : span.start + 5]
+        assert span.end == len(text) or text[span.end] == " ", text[span.end - 5 : span.end + 5]
+        assert span.n_tokens == len(tokenizer.encode(span.embed_text).ids) <= 64
