@@ -171,7 +171,7 @@ def encode_in_pieces(text: str, tokenizer) -> TokenSpans:
             found = _PIECE_SPACE.search(text, start + TOKENIZE_CHARS)
             stop = found.end() if found else n
         encoding = tokenizer.encode(text[start:stop], add_special_tokens=False)
-        count = len(encoding.ids)
+        count = len(encoding)
         # Straight from the tokenizer's lists into arrays: no Python object per token survives.
         piece_offsets = np.fromiter(itertools.chain.from_iterable(encoding.offsets), np.int64, 2 * count)
         piece_words = np.fromiter(encoding.word_ids, np.int64, count)  # no special tokens: never None
@@ -197,7 +197,7 @@ def _chunk_segment(doc_text: str, tokenizer, settings: ChunkerSettings, budget: 
     if n == 0:
         return [], 0
     scores = _BoundaryScores(doc_text, tokens)
-    pieces = _ChangedPieces(doc_text, tokens.starts)
+    pieces = _ChangedPieces(doc_text, tokens.starts, tokenizer)
 
     spans: list[ChunkSpan] = []
     shrunk: dict[int, int] = {}  # chunk start token -> lowered upper bound for its cut
@@ -260,49 +260,62 @@ def _model_token_counts(
     the count is ``raw`` plus what normalising those pieces adds, plus [CLS] and [SEP].
     A chunk cut inside a word is tokenized again whole.
     """
-    chunk_pieces = [pieces.within(start, end) for start, end in char_ranges]
-    normalized = [pieces.joined(start, end, found) for (start, end), found in zip(char_ranges, chunk_pieces)]
+    normalized = [pieces.slices(start, end) for start, end in char_ranges]  # embed_text of each
     counts = [0 if r is None else r + 2 for r in raw_counts]
     recount = [i for i, r in enumerate(raw_counts) if r is None]
     if recount:
         for i, enc in zip(recount, tokenizer.encode_batch([normalized[i] for i in recount], add_special_tokens=False)):
             counts[i] = len(enc.ids) + 2
-    counted = [found for found, r in zip(chunk_pieces, raw_counts) if r is not None]
-    unknown = sorted({piece for found in counted for piece in found if piece[:2] not in pieces.added})
-    if unknown:
-        tokens = pieces.tokens_of([folded for _, _, folded in unknown], tokenizer)
-        for (lo, hi, _), after, before in zip(unknown, tokens, pieces.raw_tokens([piece[:2] for piece in unknown])):
-            pieces.added[lo, hi] = after - before
-    for i, r in enumerate(raw_counts):
-        if r is not None:
-            counts[i] += sum(pieces.added[lo, hi] for lo, hi, _ in chunk_pieces[i])
+    counted = [i for i, r in enumerate(raw_counts) if r is not None]
+    layouts = {i: pieces.slices.pieces(*char_ranges[i]) for i in counted}
+    pieces.count_edges([edge for i in counted for edge in layouts[i][2:] if edge], tokenizer)
+    for i in counted:
+        counts[i] += pieces.added(*layouts[i])
     return list(zip(counts, normalized))
 
 
 class _ChangedPieces:
     """The pieces of one text that normalisation changes (``changing_pieces``, found once for
-    the whole text and clipped to each chunk, by ``SliceNormalizer``), and the tokens each
-    adds once normalised."""
+    the whole text by ``SliceNormalizer``, which also gives each chunk's normalised text),
+    and the tokens each adds once normalised, summed over a chunk's pieces."""
 
-    def __init__(self, doc_text: str, token_starts: np.ndarray) -> None:
+    def __init__(self, doc_text: str, token_starts: np.ndarray, tokenizer) -> None:
         self.token_starts = token_starts
-        self._slices = SliceNormalizer(doc_text)
-        # (lo, hi) -> tokens the normalised piece has beyond the document's tokens in it; 0,
-        # without asking the tokenizer, where no character of it may change the count
-        self.added: dict[tuple[int, int], int] = {}
+        self.slices = SliceNormalizer(doc_text)
         self._tokens_by_text: dict[str, int] = {}  # normalised piece -> its model tokens
+        # Every whole piece's added tokens at once; 0, without asking the tokenizer, where no
+        # character of it may change the count.
+        los, his, folded = self.slices.los, self.slices.his, self.slices.folded
+        added = [0] * len(los)
+        recount = [k for k, text in enumerate(folded) if text is not None and _may_change_count(doc_text[los[k] : his[k]])]
+        if recount:
+            tokens = self.tokens_of([folded[k] for k in recount], tokenizer)
+            raw = self.raw_tokens([(los[k], his[k]) for k in recount])
+            for k, after, before in zip(recount, tokens, raw):
+                added[k] = after - before
+        self._added_before = list(itertools.accumulate(added, initial=0))
+        self._edge_added: dict[tuple[int, int], int] = {}  # part of a piece cut by a chunk's end -> added
 
-    def within(self, start: int, end: int) -> list[tuple[int, int, str]]:
-        """(lo, hi, normalised) of the changing pieces of ``doc_text[start:end]``, clipped to it."""
-        found = self._slices.changed_pieces(start, end)
-        for lo, hi, _ in found:
-            if (lo, hi) not in self.added and not _may_change_count(self._slices.text[lo:hi]):
-                self.added[lo, hi] = 0
-        return found
+    def added(self, first: int, last: int, left: tuple[int, int] | None, right: tuple[int, int] | None) -> int:
+        """Tokens that normalising adds to a chunk with these pieces (``SliceNormalizer.pieces``)."""
+        total = self._added_before[last] - self._added_before[first]
+        return total + sum(self._edge_added[edge] for edge in (left, right) if edge)
 
-    def joined(self, start: int, end: int, found: list[tuple[int, int, str]]) -> str:
-        """The normalised ``doc_text[start:end]`` (``embed_text``) from its pieces."""
-        return self._slices.joined(start, end, found)
+    def count_edges(self, edges: list[tuple[int, int]], tokenizer) -> None:
+        """Count the tokens added by these parts of pieces (in one tokenizer call)."""
+        text = self.slices.text
+        new = [edge for edge in dict.fromkeys(edges) if edge not in self._edge_added]
+        recount = []
+        for lo, hi in new:
+            original, folded = text[lo:hi], self.slices.clipped(lo, hi)
+            if folded != original and _may_change_count(original):
+                recount.append((lo, hi))
+            else:
+                self._edge_added[lo, hi] = 0
+        if recount:
+            tokens = self.tokens_of([self.slices.clipped(*edge) for edge in recount], tokenizer)
+            for edge, after, before in zip(recount, tokens, self.raw_tokens(recount)):
+                self._edge_added[edge] = after - before
 
     def tokens_of(self, folded: list[str], tokenizer) -> list[int]:
         """Model tokens of each normalised piece, without [CLS] and [SEP].
@@ -320,7 +333,7 @@ class _ChangedPieces:
                 joined.append(text)
                 at += len(text) + 1
             offsets = tokenizer.encode(" ".join(joined), add_special_tokens=False).offsets
-            token_starts = np.fromiter((start for start, _ in offsets), dtype=np.int64, count=len(offsets))
+            token_starts = np.fromiter(itertools.chain.from_iterable(offsets), np.int64, 2 * len(offsets))[::2]
             bounds = np.searchsorted(token_starts, np.array(starts + [at], dtype=np.int64))
             self._tokens_by_text.update(zip(new, np.diff(bounds).tolist()))
         return [self._tokens_by_text[text] for text in folded]
@@ -449,14 +462,18 @@ class _BoundaryScores:
         clean = np.ones(n + 1, dtype=bool)
         clean[1:n] = (strength[1:n] >= 0) & (self.ends[:-1] <= self.starts[1:])
         self._clean = clean
-        # The boundaries of each strength as sorted lists, strongest first: a window's best
-        # boundaries are found by bisection, not by a pass over the window.
-        self._by_strength = [np.flatnonzero(strength == level).tolist() for level in _CUT_STRENGTHS]
+        # The boundaries of each strength as sorted lists, strongest first, made when first
+        # needed (most windows hold a sentence end): a window's best boundaries are found by
+        # bisection, not by a pass over the window.
+        self._by_strength: dict[int, list[int]] = {}
 
     def strongest(self, lo: int, hi: int, first_only: bool = False) -> list[int]:
         """The boundaries in [lo, hi] of the highest strength there (ATTACHED at least), in
         order; only the first with ``first_only``; none when no boundary lies there."""
-        for positions in self._by_strength:
+        for level in _CUT_STRENGTHS:
+            positions = self._by_strength.get(level)
+            if positions is None:
+                positions = self._by_strength[level] = np.flatnonzero(self.strength == level).tolist()
             i = bisect.bisect_left(positions, lo)
             if i < len(positions) and positions[i] <= hi:
                 return [positions[i]] if first_only else positions[i : bisect.bisect_right(positions, hi, i)]
@@ -479,15 +496,14 @@ def _strengths(doc_text: str, codes: np.ndarray, starts: np.ndarray, ends: np.nd
     prev_start, prev_end, next_start = starts[:-1], ends[:-1], starts[1:]
     inside = (word_ids[1:] == word_ids[:-1]) & (next_start == prev_end)
     has_gap = next_start > prev_end
-    # The token's last character; a lone closing quote or bracket passes the test to the one before.
     bmp = np.minimum(codes, 0xFFFF)
-    last = bmp[(prev_end - 1) % len(codes)]
-    closer_alone = _CLOSES[last] & (prev_end - prev_start == 1) & (prev_start > 0)
-    last = np.where(closer_alone, bmp[np.maximum(prev_start - 1, 0)], last)
-    ends_sentence = _SENTENCE_ENDS[last]
-    cjk_next = _cjk(codes[next_start])
-    cjk_prev = _cjk(codes[(prev_end - 1) % len(codes)])
-    strength = np.where(has_gap | cjk_next | cjk_prev, WORD, ATTACHED).astype(np.int8)
+    # The token's last character; a lone closing quote or bracket passes the test to the one before.
+    last = _CHAR_KINDS[bmp[(prev_end - 1) % len(codes)]]
+    closer_alone = (last & _CLOSER).astype(bool) & (prev_end - prev_start == 1) & (prev_start > 0)
+    before_closer = _CHAR_KINDS[bmp[np.maximum(prev_start - 1, 0)]]
+    ends_sentence = (np.where(closer_alone, before_closer, last) & _SENTENCE_ENDER).astype(bool)
+    cjk_next = (_CHAR_KINDS[bmp[next_start]] & _CJK).astype(bool)
+    strength = np.where(has_gap | cjk_next | (last & _CJK).astype(bool), WORD, ATTACHED).astype(np.int8)
     strength[ends_sentence & (has_gap | cjk_next)] = SENTENCE
     gaps = np.flatnonzero(has_gap)
     if len(gaps):
@@ -495,6 +511,17 @@ def _strengths(doc_text: str, codes: np.ndarray, starts: np.ndarray, ends: np.nd
     strength[inside] = INSIDE_WORD
     return strength
 
+
+# What a character is for a cut, a bit per kind, over the BMP (astral ones index U+FFFF: none).
+_SENTENCE_ENDER, _CLOSER, _CJK = 1, 2, 4
+_CHAR_KINDS = (
+    _SENTENCE_ENDS * _SENTENCE_ENDER
+    + _CLOSES * _CLOSER
+    # scripts written without spaces, between whose characters a cut needs no gap. Not Hangul:
+    # Korean puts spaces between words, and the model splits a syllable into jamo tokens that
+    # share its offsets, so a cut between syllables would fall inside a word.
+    + _lookup(chr(c) for c in [*range(0x3000, 0xA000), *range(0xF900, 0xFB00)]) * _CJK
+).astype(np.uint8)
 
 # What a gap between tokens holds, a bit per kind of character (astral ones index U+FFFF: not a space).
 _NEWLINE, _LINE_BREAK_CHAR, _FORM_FEED, _NOT_SPACE = 1, 2, 4, 8
@@ -507,13 +534,7 @@ _GAP_FLAGS[0x0C] |= _FORM_FEED
 def _mark_breaks(doc_text: str, bmp: np.ndarray, gaps: np.ndarray, lo: np.ndarray, hi: np.ndarray, strength: np.ndarray) -> None:
     """Raise the strength of the gaps ``doc_text[lo:hi]`` before tokens ``gaps`` that hold a line
     break (LINE, unless a sentence ends there) or a paragraph break (PARAGRAPH)."""
-    # Each gap's flags and newlines in one pass over the text: reduceat over [lo, hi) pairs
-    # (the odd entries, the text between gaps, are dropped).
-    bounds = np.empty(2 * len(gaps), dtype=np.int64)
-    bounds[0::2], bounds[1::2] = lo, hi
-    flags = _GAP_FLAGS[bmp]
-    held = np.bitwise_or.reduceat(flags, bounds)[0::2]
-    newlines = np.add.reduceat(flags & _NEWLINE, bounds, dtype=np.int64)[0::2]
+    held, newlines = _gap_contents(bmp, lo, hi)
     line = (held & _LINE_BREAK_CHAR).astype(bool) & (strength[gaps] != SENTENCE)
     strength[gaps[line]] = LINE
     # A paragraph: a form feed, or two newlines with only whitespace between them (a gap of
@@ -526,11 +547,24 @@ def _mark_breaks(doc_text: str, bmp: np.ndarray, gaps: np.ndarray, lo: np.ndarra
             strength[q] = PARAGRAPH
 
 
-def _cjk(codes: np.ndarray) -> np.ndarray:
-    """Characters of scripts written without spaces, between which a cut needs no gap. Not
-    Hangul: Korean puts spaces between words, and the model splits a syllable into jamo
-    tokens that share its offsets, so a cut between syllables would fall inside a word."""
-    return ((codes >= 0x3000) & (codes <= 0x9FFF)) | ((codes >= 0xF900) & (codes <= 0xFAFF))
+def _gap_contents(bmp: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Per gap ``[lo, hi)``: the ``_GAP_FLAGS`` of its characters or'ed, and its newlines.
+
+    Most gaps are one space: those are looked up directly; the characters of the others are
+    gathered into one array and reduced per gap, so the work follows the gaps, not the text.
+    """
+    lengths = hi - lo
+    held = _GAP_FLAGS[bmp[lo]]  # right for gaps of one character
+    newlines = (held & _NEWLINE).astype(np.int64)
+    longer = np.flatnonzero(lengths > 1)
+    if len(longer):
+        sizes = lengths[longer]
+        firsts = np.cumsum(sizes) - sizes  # where each gap's characters begin in the gathered array
+        positions = np.repeat(lo[longer] - firsts, sizes) + np.arange(int(sizes.sum()))
+        flags = _GAP_FLAGS[bmp[positions]]
+        held[longer] = np.bitwise_or.reduceat(flags, firsts)
+        newlines[longer] = np.add.reduceat(flags & _NEWLINE, firsts, dtype=np.int64)
+    return held, newlines
 
 
 def make_chunks(doc: ParsedDocument, spans: list[ChunkSpan], first_vector_id: int = 0) -> list[Chunk]:

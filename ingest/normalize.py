@@ -48,6 +48,13 @@ _NO_SPACE_CLASS = "[" + "".join(f"\\U{a:08x}-\\U{b:08x}" for a, b in _NO_SPACE_R
 _NO_SPACE_BOUNDS = [bound for a, b in _NO_SPACE_RANGES for bound in (a, b + 1)]
 
 
+def _has_no_space_script(codes: np.ndarray) -> bool:
+    """Whether any of the code points is of a script written without spaces (a numpy pass:
+    the regex that looks for spaces between two such characters is slow on other text)."""
+    high = codes[codes >= _NO_SPACE_BOUNDS[0]]
+    return bool(len(high)) and bool((np.searchsorted(_NO_SPACE_BOUNDS, high, side="right") % 2 == 1).any())
+
+
 def is_no_space_script(char: str) -> bool:
     """A character of a script written without spaces between words (CJK).
 
@@ -186,14 +193,28 @@ def changing_clusters() -> re.Pattern:
     )
 
 
+# What a character is to ``changing_pieces``, a bit per kind, in a table over the BMP.
+_CHANGING, _SEPARATOR, _SPLIT_BLIND, _HYPHEN, _BLANK_OR_BREAK = 1, 2, 4, 8, 16
+
+
 @functools.cache
-def _changing_table() -> np.ndarray:
-    """``changing_set`` as a table over the BMP (index with codes clipped to 0xFFFF: U+FFFF,
-    where every astral character lands, is set too)."""
-    table = np.zeros(0x10000, dtype=bool)
-    table[[ord(c) for c in changing_set()]] = True
-    table[0xFFFF] = True
-    return table
+def _char_kinds() -> np.ndarray:
+    """The kinds of every BMP character (index with codes clipped to 0xFFFF: U+FFFF, where
+    every astral character lands, counts as changing, as every astral character does)."""
+    kinds = np.zeros(0x10000, dtype=np.uint8)
+    kinds[[ord(c) for c in changing_set()]] |= _CHANGING
+    kinds[0xFFFF] |= _CHANGING
+    kinds[[*range(0x21), 0x7F]] |= _SEPARATOR  # ASCII whitespace and control characters
+    kinds[[*range(0x09), *range(0x0E, 0x1C), 0x7F]] |= _SPLIT_BLIND  # controls str.split() keeps
+    kinds[[ord(c) for c in "-\u00ad\u2010\u2011"]] |= _HYPHEN
+    kinds[[ord(c) for c in " \t\r\n\f"]] |= _BLANK_OR_BREAK
+    return kinds
+
+
+def _kinds(text: str) -> tuple[np.ndarray, np.ndarray]:
+    """The code points of ``text`` and their kinds."""
+    codes = np.frombuffer(text.encode("utf-32-le", "surrogatepass"), dtype=np.uint32)
+    return codes, _char_kinds()[np.minimum(codes, 0xFFFF)]
 
 
 def changing_pieces(text: str) -> list[tuple[int, int]]:
@@ -209,10 +230,13 @@ def changing_pieces(text: str) -> list[tuple[int, int]]:
     >>> changing_pieces("an e\\ufb03cient, ab-\\ncd way")
     [(3, 11), (12, 18)]
     """
-    codes = np.frombuffer(text.encode("utf-32-le", "surrogatepass"), dtype=np.uint32)
-    hits = np.flatnonzero(_changing_table()[np.minimum(codes, 0xFFFF)])
-    joins = [m.span() for m in _HYPHEN_BREAK_RE.finditer(text)]
-    if not text.isascii():
+    return _changing_pieces(text, *_kinds(text))
+
+
+def _changing_pieces(text: str, codes: np.ndarray, kinds: np.ndarray) -> list[tuple[int, int]]:
+    hits = np.flatnonzero(kinds & _CHANGING)
+    joins = _hyphen_breaks(text, kinds)
+    if _has_no_space_script(codes):
         joins += [m.span() for m in _BETWEEN_NO_SPACE_SCRIPT.finditer(text)]
     starts, ends = hits, hits + 1
     if joins:
@@ -224,7 +248,7 @@ def changing_pieces(text: str) -> list[tuple[int, int]]:
     starts, ends = starts[order], ends[order]
     # Widen each to the separators around it (every control character is one, as a space).
     # Sentinels at both ends: a text's ends bound a span as a separator does.
-    separators = np.concatenate(([-1], np.flatnonzero((codes <= 0x20) | (codes == 0x7F)), [len(codes)]))
+    separators = np.concatenate(([-1], np.flatnonzero(kinds & _SEPARATOR), [len(codes)]))
     lo = separators[np.searchsorted(separators, starts) - 1] + 1
     hi = separators[np.searchsorted(separators, ends)]
     # Merge spans that overlap or touch: a new one begins where it starts past all before it.
@@ -233,6 +257,19 @@ def changing_pieces(text: str) -> list[tuple[int, int]]:
     group_lo = lo[first]
     group_hi = np.maximum.reduceat(hi, np.flatnonzero(first))
     return list(zip(group_lo.tolist(), group_hi.tolist()))
+
+
+def _hyphen_breaks(text: str, kinds: np.ndarray) -> list[tuple[int, int]]:
+    """The spans of ``_HYPHEN_BREAK`` in ``text``, as ``finditer`` gives them: the pattern is
+    tried only at a hyphen followed by a blank or a line break (the regex engine would try
+    every character)."""
+    candidates = np.flatnonzero((kinds[:-1] & _HYPHEN).astype(bool) & (kinds[1:] & _BLANK_OR_BREAK).astype(bool))
+    found, reached = [], 0
+    for at in candidates.tolist():
+        if at >= reached and (match := _HYPHEN_BREAK_RE.match(text, at)):
+            found.append(match.span())
+            reached = match.end()
+    return found
 
 
 @functools.lru_cache(maxsize=8192)  # a document repeats its few folded clusters (ligatures, quotes)
@@ -345,6 +382,26 @@ def normalize(original: str) -> str:
     return " ".join(CONTROLS.sub(" ", text).split())
 
 
+# Between the pieces that ``normalize_each`` normalises in one call: a noncharacter, which no
+# normalisation step touches or joins to a neighbour.
+_PIECE_SEPARATOR = "\uffff"
+
+
+def normalize_each(pieces: list[str]) -> list[str]:
+    """``[normalize(p) for p in pieces]`` for pieces that normalise on their own (the
+    ``changing_pieces`` of a text), in one pass of each regex rather than one per piece.
+
+    >>> normalize_each(["\\ufb01ne", "ab-\\ncd", "\\u00ad", "x\\u0301"])
+    ['fine', 'abcd', '', 'x\u0301']
+    """
+    if len(pieces) < 2 or any(_PIECE_SEPARATOR in piece for piece in pieces):
+        return [normalize(piece) for piece in pieces]
+    # Between spaces: nothing joins across a space and a noncharacter, and a piece alone has
+    # nothing before or after it either.
+    joined = normalize(f" {_PIECE_SEPARATOR} ".join(pieces))
+    return [part.strip(" ") for part in joined.split(_PIECE_SEPARATOR)]
+
+
 # Control characters that str.split() does not split at (it splits at \t \n \v \f \r \x1c-\x1f).
 _SPLIT_BLIND_CONTROLS = re.compile("[\x00-\x08\x0e-\x1b\x7f]")
 
@@ -359,61 +416,76 @@ class SliceNormalizer:
     """``normalize`` of many slices of one text (a document's chunks), with the regex passes
     made once for the whole text.
 
-    ``changing_pieces`` are found once; outside them normalising only collapses whitespace,
-    and each normalises on its own. A slice's normalised text is then its words with the
-    pieces inside it (clipped to it) replaced by their normalised text, each piece
-    normalised once. A match of the patterns within a slice is a match in the whole text
-    (they look no further than the slice holds), so the clipped pieces cover the slice's own.
+    ``changing_pieces`` are found and normalised once; outside them normalising only
+    collapses whitespace, and each normalises on its own. The whole text is kept once more
+    with every piece that changes replaced by its normalised text (between spaces: pieces
+    lie between separators anyway), so a slice is one substring of that, split and joined.
+    Only a piece that a slice's end cuts is normalised again, clipped. A match of the
+    patterns within a slice is a match in the whole text (they look no further than the
+    slice holds), so the clipped pieces cover the slice's own.
 
     >>> text = "A \\ufb01ne day.\\n\\nAnother  \\u201cday\\u201d."
     >>> slices = SliceNormalizer(text)
-    >>> slices(0, 11), slices(11, len(text))
-    ('A fine day.', 'Another "day".')
+    >>> slices(0, 11), slices(11, len(text)), slices(3, 25)
+    ('A fine day.', 'Another "day".', 'ne day. Another "day')
     """
 
     def __init__(self, text: str) -> None:
         self.text = text
-        spans = changing_pieces(text)
-        self._los = [lo for lo, _ in spans]
-        self._his = [hi for _, hi in spans]
-        self._split_blind = _SPLIT_BLIND_CONTROLS.search(text) is not None
-        self._folded: dict[tuple[int, int], str | None] = {}  # clipped piece -> normalised, None if the same
-        self._by_text: dict[str, str] = {}  # pieces repeat (a word with a ligature, overlapping chunks)
+        codes, kinds = _kinds(text)
+        spans = _changing_pieces(text, codes, kinds)
+        self.los = [lo for lo, _ in spans]
+        self.his = [hi for _, hi in spans]
+        originals = [text[lo:hi] for lo, hi in spans]
+        distinct = list(dict.fromkeys(originals))  # pieces repeat (a word with a ligature or a curly quote)
+        by_text = dict(zip(distinct, normalize_each(distinct)))
+        # per piece: its normalised text, None where normalising leaves it as it is
+        self.folded: list[str | None] = [None if by_text[o] == o else by_text[o] for o in originals]
+        # The text with changed pieces replaced; a control character that str.split() would
+        # keep in a word is a space, as in ``normalize``.
+        plain = _SPLIT_BLIND_CONTROLS.sub(" ", text) if (kinds & _SPLIT_BLIND).any() else text
+        parts, at, shift = [], 0, 0
+        self._shift_after: list[int] = []  # how much longer the replaced text is after each piece
+        for lo, hi, folded in zip(self.los, self.his, self.folded):
+            if folded is not None:
+                parts += (plain[at:lo], " ", folded, " ")
+                at = hi
+                shift += len(folded) + 2 - (hi - lo)
+            self._shift_after.append(shift)
+        parts.append(plain[at:])
+        self._replaced = "".join(parts)
+        self._clipped: dict[tuple[int, int], str] = {}
 
     def __call__(self, start: int, end: int) -> str:
         """``normalize(self.text[start:end])``."""
-        return self.joined(start, end, self.changed_pieces(start, end))
+        _, _, left, right = self.pieces(start, end)
+        inner_start, inner_end = left[1] if left else start, right[0] if right else end
+        inner = self._replaced[self._at(inner_start) : self._at(inner_end)] if inner_start < inner_end else ""
+        edges = (self.clipped(*left) if left else "", self.clipped(*right) if right else "")
+        return " ".join(f"{edges[0]} {inner} {edges[1]}".split())
 
-    def changed_pieces(self, start: int, end: int) -> list[tuple[int, int, str]]:
-        """(lo, hi, normalised) of the pieces within ``text[start:end]`` (clipped to it) that
-        normalising changes."""
-        found = []
-        i = bisect.bisect_right(self._his, start)
-        while i < len(self._los) and self._los[i] < end:
-            lo, hi = max(self._los[i], start), min(self._his[i], end)
-            i += 1
-            folded = self._folded.get((lo, hi), "")
-            if folded == "" and (lo, hi) not in self._folded:
-                original = self.text[lo:hi]
-                folded = self._by_text.get(original)
-                if folded is None:
-                    folded = self._by_text[original] = normalize(original)
-                folded = self._folded[lo, hi] = None if folded == original else folded
-            if folded is not None:
-                found.append((lo, hi, folded))
-        return found
+    def pieces(self, start: int, end: int) -> tuple[int, int, tuple[int, int] | None, tuple[int, int] | None]:
+        """The pieces within ``text[start:end]``: ``first .. last - 1`` lie in it whole; ``left``
+        and ``right`` are the parts in it of a piece that its start or its end cuts."""
+        first = bisect.bisect_right(self.his, start)  # the first piece that ends after start
+        last = bisect.bisect_left(self.los, end, first)  # pieces first .. last-1 meet the slice
+        left = right = None
+        if first < last and self.los[first] < start:
+            left = (start, min(self.his[first], end))
+            first += 1
+        if first < last and self.his[last - 1] > end:
+            last -= 1
+            right = (self.los[last], end)
+        return first, last, left, right
 
-    def joined(self, start: int, end: int, changed: list[tuple[int, int, str]]) -> str:
-        """The normalised ``text[start:end]`` from its ``changed_pieces``."""
-        words, at = [], start
-        for lo, hi, folded in changed:
-            words += self._words(at, lo)
-            if folded:
-                words.append(folded)
-            at = hi
-        words += self._words(at, end)
-        return " ".join(words)
+    def clipped(self, lo: int, hi: int) -> str:
+        """``normalize(text[lo:hi])`` of a part of a piece."""
+        folded = self._clipped.get((lo, hi))
+        if folded is None:
+            folded = self._clipped[lo, hi] = normalize(self.text[lo:hi])
+        return folded
 
-    def _words(self, start: int, end: int) -> list[str]:
-        plain = self.text[start:end]
-        return (_SPLIT_BLIND_CONTROLS.sub(" ", plain) if self._split_blind else plain).split()
+    def _at(self, offset: int) -> int:
+        """Where ``offset`` (outside every changed piece, or at its end) is in the replaced text."""
+        before = bisect.bisect_right(self.his, offset)  # pieces that end at or before it
+        return offset + (self._shift_after[before - 1] if before else 0)

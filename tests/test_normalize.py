@@ -15,6 +15,7 @@ from ingest.normalize import (
     SliceNormalizer,
     changing_pieces,
     normalize,
+    normalize_each,
     normalize_with_map,
 )
 
@@ -139,3 +140,11 @@ def test_the_slice_normaliser_gives_normalise_of_the_slice(original, data):
         start = data.draw(st.integers(0, len(original)))
         end = data.draw(st.integers(start, len(original)))
         assert slices(start, end) == normalize(original[start:end])
+
+
+@settings(max_examples=examples(400), deadline=None)
+@given(st.lists(texts, min_size=1, max_size=4))
+def test_normalising_pieces_together_gives_each_alone(originals):
+    pieces = [text[a:b] for text in originals for a, b in changing_pieces(text)]
+    pieces += [word for text in originals for word in text.split(" ")]
+    assert normalize_each(pieces) == [normalize(piece) for piece in pieces]
