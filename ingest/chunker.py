@@ -287,7 +287,16 @@ class _ChangedPieces:
         # character of it may change the count.
         los, his, folded = self.slices.los, self.slices.his, self.slices.folded
         added = [0] * len(los)
-        recount = [k for k, text in enumerate(folded) if text is not None and _may_change_count(doc_text[los[k] : his[k]])]
+        codes = self.slices.codes
+        recount_chars_before = np.concatenate(
+            ([0], np.cumsum(_recount_table()[np.minimum(codes, 0xFFFF)] | (codes > 0xFFFF), dtype=np.int64))
+        )
+        may_change = (recount_chars_before[his] - recount_chars_before[los] > 0).tolist() if los else []
+        isolates_cjk = _isolates_cjk(tokenizer)
+        for start, end in self.slices.joins:
+            if not isolates_cjk or not _join_keeps_count(doc_text, start, end):
+                may_change[bisect.bisect_right(los, start) - 1] = True
+        recount = [k for k, text in enumerate(folded) if text is not None and may_change[k]]
         if recount:
             tokens = self.tokens_of([folded[k] for k in recount], tokenizer)
             raw = self.raw_tokens([(los[k], his[k]) for k in recount])
@@ -351,7 +360,52 @@ def _may_change_count(piece: str) -> bool:
 
 
 @functools.cache
-def _recount_character() -> re.Pattern:
+def _recount_table() -> np.ndarray:
+    """``_recount_character`` over the BMP as a table (astral characters all count)."""
+    table = np.zeros(0x10000, dtype=bool)
+    table[[ord(c) for c in _recount_characters()]] = True
+    return table
+
+
+def _join_keeps_count(doc_text: str, start: int, end: int) -> bool:
+    """Whether the join ``doc_text[start:end]`` that normalising makes leaves the model's
+    tokens as they were: whitespace between two CJK characters where one of them is a word
+    of its own to the tokenizer anyway (a Chinese character or punctuation; see
+    ``_isolates_cjk``). A line-end hyphen joins two words into one: never."""
+    if doc_text[start] in _HYPHENS:
+        return False
+    after = end
+    while after < len(doc_text) and doc_text[after] in _INVISIBLE_CHARACTERS:
+        after += 1
+    return after < len(doc_text) and (_alone_to_bert(doc_text[start]) or _alone_to_bert(doc_text[after]))
+
+
+_HYPHENS = frozenset("-\u00ad\u2010\u2011")
+_INVISIBLE_CHARACTERS = frozenset("\u00ad\u200b\u200c\u200d\u2060\ufeff")
+# BERT's "Chinese characters": its normaliser puts spaces around each.
+_BERT_CHINESE = ((0x4E00, 0x9FFF), (0x3400, 0x4DBF), (0x20000, 0x2A6DF), (0x2A700, 0x2B73F), (0x2B740, 0x2B81F),
+                 (0x2B820, 0x2CEAF), (0xF900, 0xFAFF), (0x2F800, 0x2FA1F))
+
+
+def _alone_to_bert(char: str) -> bool:
+    code = ord(char)
+    return _is_punctuation(char) or any(a <= code <= b for a, b in _BERT_CHINESE)
+
+
+def _isolates_cjk(tokenizer) -> bool:
+    """Whether the tokenizer makes every Chinese character and punctuation mark a word of its
+    own (BERT's normaliser with ``handle_chinese_chars`` and its pre-tokenizer), so that
+    removing whitespace next to one changes no token."""
+    normalizer, pre_tokenizer = getattr(tokenizer, "normalizer", None), getattr(tokenizer, "pre_tokenizer", None)
+    return (
+        type(normalizer).__name__ == "BertNormalizer"
+        and bool(getattr(normalizer, "handle_chinese_chars", False))
+        and type(pre_tokenizer).__name__ == "BertPreTokenizer"
+    )
+
+
+@functools.cache
+def _recount_characters() -> frozenset[str]:
     """Characters whose normalisation may change how many tokens the model sees around them.
 
     Of the characters normalisation changes (``changing_set``), some keep the count: a
@@ -369,7 +423,12 @@ def _recount_character() -> re.Pattern:
             or category[0] == "Z"
         ):
             keeps.add(char)
-    return char_class(changing_set() - keeps)
+    return frozenset(changing_set() - keeps)
+
+
+@functools.cache
+def _recount_character() -> re.Pattern:
+    return char_class(_recount_characters())
 
 
 def _is_punctuation(char: str) -> bool:

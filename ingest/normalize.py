@@ -230,10 +230,11 @@ def changing_pieces(text: str) -> list[tuple[int, int]]:
     >>> changing_pieces("an e\\ufb03cient, ab-\\ncd way")
     [(3, 11), (12, 18)]
     """
-    return _changing_pieces(text, *_kinds(text))
+    return _changing_pieces(text, *_kinds(text))[0]
 
 
-def _changing_pieces(text: str, codes: np.ndarray, kinds: np.ndarray) -> list[tuple[int, int]]:
+def _changing_pieces(text: str, codes: np.ndarray, kinds: np.ndarray) -> tuple[list[tuple[int, int]], list[tuple[int, int]]]:
+    """``changing_pieces``, and the spans that normalising joins (``joins_words``)."""
     hits = np.flatnonzero(kinds & _CHANGING)
     joins = _hyphen_breaks(text, kinds)
     if _has_no_space_script(codes):
@@ -243,7 +244,7 @@ def _changing_pieces(text: str, codes: np.ndarray, kinds: np.ndarray) -> list[tu
         spans = np.array(joins, dtype=np.int64)
         starts, ends = np.concatenate((starts, spans[:, 0])), np.concatenate((ends, spans[:, 1]))
     if not len(starts):
-        return []
+        return [], joins
     order = np.argsort(starts, kind="stable")
     starts, ends = starts[order], ends[order]
     # Widen each to the separators around it (every control character is one, as a space).
@@ -256,7 +257,7 @@ def _changing_pieces(text: str, codes: np.ndarray, kinds: np.ndarray) -> list[tu
     first = np.concatenate(([True], lo[1:] > reach[:-1]))
     group_lo = lo[first]
     group_hi = np.maximum.reduceat(hi, np.flatnonzero(first))
-    return list(zip(group_lo.tolist(), group_hi.tolist()))
+    return list(zip(group_lo.tolist(), group_hi.tolist())), joins
 
 
 def _hyphen_breaks(text: str, kinds: np.ndarray) -> list[tuple[int, int]]:
@@ -432,8 +433,10 @@ class SliceNormalizer:
 
     def __init__(self, text: str) -> None:
         self.text = text
-        codes, kinds = _kinds(text)
-        spans = _changing_pieces(text, codes, kinds)
+        self.codes, kinds = _kinds(text)
+        # joins: the spans where normalising joins words (a line-end hyphen, a break between
+        # two CJK characters), each inside one piece
+        spans, self.joins = _changing_pieces(text, self.codes, kinds)
         self.los = [lo for lo, _ in spans]
         self.his = [hi for _, hi in spans]
         originals = [text[lo:hi] for lo, hi in spans]
