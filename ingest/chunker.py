@@ -192,12 +192,13 @@ def _chunk_segment(doc_text: str, tokenizer, settings: ChunkerSettings, budget: 
     """Spans of one piece of text (offsets and token numbers relative to it), and its token count."""
     # Control characters become spaces (one for one: offsets stay valid) as they do in the
     # normalised text; BERT would delete them and glue "3\f1" into one word.
-    tokens = encode_in_pieces(CONTROLS.sub(" ", doc_text), tokenizer)
+    slices = SliceNormalizer(doc_text)
+    tokens = encode_in_pieces(CONTROLS.sub(" ", doc_text) if slices.has_controls else doc_text, tokenizer)
     n = len(tokens)
     if n == 0:
         return [], 0
-    scores = _BoundaryScores(doc_text, tokens)
-    pieces = _ChangedPieces(doc_text, tokens.starts, tokenizer)
+    scores = _BoundaryScores(doc_text, slices.codes, tokens)
+    pieces = _ChangedPieces(slices, tokens.starts, tokenizer)
 
     spans: list[ChunkSpan] = []
     shrunk: dict[int, int] = {}  # chunk start token -> lowered upper bound for its cut
@@ -279,9 +280,10 @@ class _ChangedPieces:
     the whole text by ``SliceNormalizer``, which also gives each chunk's normalised text),
     and the tokens each adds once normalised, summed over a chunk's pieces."""
 
-    def __init__(self, doc_text: str, token_starts: np.ndarray, tokenizer) -> None:
+    def __init__(self, slices: SliceNormalizer, token_starts: np.ndarray, tokenizer) -> None:
         self.token_starts = token_starts
-        self.slices = SliceNormalizer(doc_text)
+        self.slices = slices
+        doc_text = slices.text
         self._tokens_by_text: dict[str, int] = {}  # normalised piece -> its model tokens
         # Every whole piece's added tokens at once; 0, without asking the tokenizer, where no
         # character of it may change the count.
@@ -505,11 +507,10 @@ class _BoundaryScores:
     Strengths are computed for every token at once; hashes only for the ties a cut has to break.
     """
 
-    def __init__(self, doc_text: str, tokens: TokenSpans) -> None:
+    def __init__(self, doc_text: str, codes: np.ndarray, tokens: TokenSpans) -> None:
         n = len(tokens)
         self.starts, self.ends = tokens.starts, tokens.ends
         self._doc_text = doc_text
-        codes = np.frombuffer(doc_text.encode("utf-32-le", "surrogatepass"), dtype=np.uint32)
         strength = np.full(n + 1, INSIDE_WORD, dtype=np.int8)
         strength[n] = ATTACHED  # the end of the document, only ever chosen as the last cut
         if n > 1:

@@ -194,7 +194,7 @@ def changing_clusters() -> re.Pattern:
 
 
 # What a character is to ``changing_pieces``, a bit per kind, in a table over the BMP.
-_CHANGING, _SEPARATOR, _SPLIT_BLIND, _HYPHEN, _BLANK_OR_BREAK = 1, 2, 4, 8, 16
+_CHANGING, _SEPARATOR, _SPLIT_BLIND, _HYPHEN, _BLANK_OR_BREAK, _CONTROL = 1, 2, 4, 8, 16, 32
 
 
 @functools.cache
@@ -208,6 +208,7 @@ def _char_kinds() -> np.ndarray:
     kinds[[*range(0x09), *range(0x0E, 0x1C), 0x7F]] |= _SPLIT_BLIND  # controls str.split() keeps
     kinds[[ord(c) for c in "-\u00ad\u2010\u2011"]] |= _HYPHEN
     kinds[[ord(c) for c in " \t\r\n\f"]] |= _BLANK_OR_BREAK
+    kinds[[*range(0x09), *range(0x0B, 0x20), 0x7F]] |= _CONTROL  # CONTROLS
     return kinds
 
 
@@ -437,6 +438,7 @@ class SliceNormalizer:
         # joins: the spans where normalising joins words (a line-end hyphen, a break between
         # two CJK characters), each inside one piece
         spans, self.joins = _changing_pieces(text, self.codes, kinds)
+        self.has_controls = bool((kinds & _CONTROL).any())  # whether CONTROLS matches in it
         self.los = [lo for lo, _ in spans]
         self.his = [hi for _, hi in spans]
         originals = [text[lo:hi] for lo, hi in spans]
