@@ -261,14 +261,14 @@ def _model_token_counts(
     the count is ``raw`` plus what normalising those pieces adds, plus [CLS] and [SEP].
     A chunk cut inside a word is tokenized again whole.
     """
-    normalized = [pieces.slices(start, end) for start, end in char_ranges]  # embed_text of each
+    layouts = [pieces.slices.pieces(start, end) for start, end in char_ranges]
+    normalized = [pieces.slices.normalized(start, end, layout) for (start, end), layout in zip(char_ranges, layouts)]
     counts = [0 if r is None else r + 2 for r in raw_counts]
     recount = [i for i, r in enumerate(raw_counts) if r is None]
     if recount:
         for i, enc in zip(recount, tokenizer.encode_batch([normalized[i] for i in recount], add_special_tokens=False)):
             counts[i] = len(enc.ids) + 2
     counted = [i for i, r in enumerate(raw_counts) if r is not None]
-    layouts = {i: pieces.slices.pieces(*char_ranges[i]) for i in counted}
     pieces.count_edges([edge for i in counted for edge in layouts[i][2:] if edge], tokenizer)
     for i in counted:
         counts[i] += pieces.added(*layouts[i])
@@ -547,7 +547,7 @@ class _BoundaryScores:
         lies between; 0 for the end of the text."""
         n, text, starts, ends = len(self.starts), self._doc_text, self.starts, self.ends
         # from the start of the token before the boundary to the end of the token after it
-        return [zlib.crc32(text[starts[p - 1] : ends[p]].encode("utf-8", "surrogatepass")) if p < n else 0
+        return [zlib.crc32(text[starts.item(p - 1) : ends.item(p)].encode("utf-8", "surrogatepass")) if p < n else 0
                 for p in boundaries]
 
 

@@ -414,6 +414,11 @@ def joins_words(text: str) -> bool:
     return bool(_HYPHEN_BREAK_RE.search(text) or (not text.isascii() and _BETWEEN_NO_SPACE_SCRIPT.search(text)))
 
 
+# (first, last, left, right): pieces first .. last-1 lie whole in a slice; left and right are
+# the parts in it of the pieces its start and its end cut (see SliceNormalizer.pieces)
+SlicePieces = tuple[int, int, tuple[int, int] | None, tuple[int, int] | None]
+
+
 class SliceNormalizer:
     """``normalize`` of many slices of one text (a document's chunks), with the regex passes
     made once for the whole text.
@@ -463,13 +468,17 @@ class SliceNormalizer:
 
     def __call__(self, start: int, end: int) -> str:
         """``normalize(self.text[start:end])``."""
-        _, _, left, right = self.pieces(start, end)
+        return self.normalized(start, end, self.pieces(start, end))
+
+    def normalized(self, start: int, end: int, pieces: SlicePieces) -> str:
+        """``normalize(self.text[start:end])``, given its ``pieces``."""
+        _, _, left, right = pieces
         inner_start, inner_end = left[1] if left else start, right[0] if right else end
         inner = self._replaced[self._at(inner_start) : self._at(inner_end)] if inner_start < inner_end else ""
         edges = (self.clipped(*left) if left else "", self.clipped(*right) if right else "")
         return " ".join(f"{edges[0]} {inner} {edges[1]}".split())
 
-    def pieces(self, start: int, end: int) -> tuple[int, int, tuple[int, int] | None, tuple[int, int] | None]:
+    def pieces(self, start: int, end: int) -> SlicePieces:
         """The pieces within ``text[start:end]``: ``first .. last - 1`` lie in it whole; ``left``
         and ``right`` are the parts in it of a piece that its start or its end cuts."""
         first = bisect.bisect_right(self.his, start)  # the first piece that ends after start
