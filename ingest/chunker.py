@@ -28,7 +28,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ingest.hidden import HiddenText
-from ingest.normalize import CONTROLS, SliceNormalizer, changing_set, char_class, joins_words, normalize
+from ingest.normalize import CONTROLS, SliceNormalizer, changing_set, normalize
 from schemas.errors import ChunkerError
 from schemas.records import Chunk, ChunkerSettings, HiddenRun, ParsedDocument
 
@@ -295,9 +295,13 @@ class _ChangedPieces:
         )
         may_change = (recount_chars_before[his] - recount_chars_before[los] > 0).tolist() if los else []
         isolates_cjk = _isolates_cjk(tokenizer)
-        for start, end in self.slices.joins:
-            if not isolates_cjk or not _join_keeps_count(doc_text, start, end):
-                may_change[bisect.bisect_right(los, start) - 1] = True
+        # the joins that may change the count, by where they start
+        self._counted_joins = [(start, end) for start, end in self.slices.joins
+                               if not isolates_cjk or not _join_keeps_count(doc_text, start, end)]
+        for start, _ in self._counted_joins:
+            may_change[bisect.bisect_right(los, start) - 1] = True
+        self._counted_joins.sort()
+        self._recount_chars_before = recount_chars_before
         recount = [k for k, text in enumerate(folded) if text is not None and may_change[k]]
         if recount:
             tokens = self.tokens_of([folded[k] for k in recount], tokenizer)
@@ -318,8 +322,7 @@ class _ChangedPieces:
         new = [edge for edge in dict.fromkeys(edges) if edge not in self._edge_added]
         recount = []
         for lo, hi in new:
-            original, folded = text[lo:hi], self.slices.clipped(lo, hi)
-            if folded != original and _may_change_count(original):
+            if self.slices.clipped(lo, hi) != text[lo:hi] and self._may_change_count(lo, hi):
                 recount.append((lo, hi))
             else:
                 self._edge_added[lo, hi] = 0
@@ -327,6 +330,14 @@ class _ChangedPieces:
             tokens = self.tokens_of([self.slices.clipped(*edge) for edge in recount], tokenizer)
             for edge, after, before in zip(recount, tokens, self.raw_tokens(recount)):
                 self._edge_added[edge] = after - before
+
+    def _may_change_count(self, lo: int, hi: int) -> bool:
+        """Whether normalising ``text[lo:hi]`` (a part of a piece) may change its token count:
+        it holds a character that may, or a whole join that may."""
+        if self._recount_chars_before[hi] > self._recount_chars_before[lo]:
+            return True
+        joins = self._counted_joins
+        return any(end <= hi for _, end in joins[bisect.bisect_left(joins, (lo,)) : bisect.bisect_left(joins, (hi,))])
 
     def tokens_of(self, folded: list[str], tokenizer) -> list[int]:
         """Model tokens of each normalised piece, without [CLS] and [SEP].
@@ -357,13 +368,9 @@ class _ChangedPieces:
         return (bounds[:, 1] - bounds[:, 0]).tolist()
 
 
-def _may_change_count(piece: str) -> bool:
-    return bool(_recount_character().search(piece)) or joins_words(piece)
-
-
 @functools.cache
 def _recount_table() -> np.ndarray:
-    """``_recount_character`` over the BMP as a table (astral characters all count)."""
+    """``_recount_characters`` over the BMP as a table (astral characters all count)."""
     table = np.zeros(0x10000, dtype=bool)
     table[[ord(c) for c in _recount_characters()]] = True
     return table
@@ -426,11 +433,6 @@ def _recount_characters() -> frozenset[str]:
         ):
             keeps.add(char)
     return frozenset(changing_set() - keeps)
-
-
-@functools.cache
-def _recount_character() -> re.Pattern:
-    return char_class(_recount_characters())
 
 
 def _is_punctuation(char: str) -> bool:

@@ -235,7 +235,8 @@ def changing_pieces(text: str) -> list[tuple[int, int]]:
 
 
 def _changing_pieces(text: str, codes: np.ndarray, kinds: np.ndarray) -> tuple[list[tuple[int, int]], list[tuple[int, int]]]:
-    """``changing_pieces``, and the spans that normalising joins (``joins_words``)."""
+    """``changing_pieces``, and the spans where normalising joins words: a line-end hyphen,
+    or whitespace between two CJK characters."""
     hits = np.flatnonzero(kinds & _CHANGING)
     joins = _hyphen_breaks(text, kinds)
     if _has_no_space_script(codes):
@@ -406,12 +407,6 @@ def normalize_each(pieces: list[str]) -> list[str]:
 
 # Control characters that str.split() does not split at (it splits at \t \n \v \f \r \x1c-\x1f).
 _SPLIT_BLIND_CONTROLS = re.compile("[\x00-\x08\x0e-\x1b\x7f]")
-
-
-def joins_words(text: str) -> bool:
-    """Whether normalising ``text`` joins words that whitespace separates in it: a hyphen at a
-    line end, or whitespace between two CJK characters."""
-    return bool(_HYPHEN_BREAK_RE.search(text) or (not text.isascii() and _BETWEEN_NO_SPACE_SCRIPT.search(text)))
 
 
 # (first, last, left, right): pieces first .. last-1 lie whole in a slice; left and right are
