@@ -273,7 +273,7 @@ def write_lexical(path: Path, texts: Iterable[str], model_id: str, model_dim: in
         counted = count_tokens(texts, Postings(spill))
         metadata = {**with_metadata("lexical", model_id, model_dim).metadata,
                     **lexical_metadata(len(counted.chunk_lengths))}
-        with pq.ParquetWriter(path, LEXICAL.with_metadata(metadata), compression="zstd") as writer:
+        with pq.ParquetWriter(path, LEXICAL.with_metadata(metadata), compression="zstd", use_dictionary=False) as writer:
             for rows in weighed_tokens(counted):
                 writer.write_table(rows)
     return len(counted.tokens)
