@@ -15,7 +15,8 @@ each process's own peak. BENCH_BASELINE=DIR also builds with the checkout in DIR
 commit, e.g. `git worktree add DIR main`), in the same run, for a before and after.
 
 Overlap: a full build of the corpus with each backend against embedding the same chunks alone
-with it: the closer to 1, the better the parse workers hide behind the model.
+with it: the closer to 1, the better the parse workers hide behind the model. Both load the
+model before the clock starts, made as a local build makes it (``embedder_for``).
 
 `python -m benchmarks.scaling [memory|large|overlap]`
 """
@@ -112,19 +113,19 @@ print(json.dumps({"seconds": time.perf_counter() - started, "chunks": r.chunks, 
 
 
 def embedder_for(backend: str):
-    """The embedder a benchmark build uses: ``hashing`` (no model), or a backend's."""
+    """The embedder a benchmark build uses: ``hashing`` (no model), or a backend's, made as a
+    local build makes it (so that embedding alone runs the model as the build runs it: ONNX
+    Runtime's threads not spinning beside the parse workers)."""
     if backend == "hashing":
         from benchmarks.embedders import HashingEmbedder
 
         return HashingEmbedder(dim=384)
-    if backend == "torch":
-        from ingest.embed import SentenceTransformerEmbedder
-
-        return SentenceTransformerEmbedder()
-    from ingest.embed_onnx import OnnxEmbedder
+    from ingest.executors import LocalExecutor
+    from ingest.model import resolve_model
     from schemas.embedding import EmbedBackend
 
-    return OnnxEmbedder(backend=EmbedBackend(backend))
+    with LocalExecutor().embedding(resolve_model(), None, EmbedBackend(backend)) as embedder:
+        return embedder
 
 
 def _build(corpus: Path, index: Path, backend: str) -> dict:

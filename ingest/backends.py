@@ -45,8 +45,12 @@ def make_embedder(
     backend: EmbedBackend | str = EmbedBackend.TORCH,
     device: Device | str = Device.AUTO,
     batch_size: int | None = None,
+    spin: bool = True,
 ):
     """The embedder for ``backend`` on ``device`` (batch size by device unless given).
+
+    ``spin=False``: ONNX Runtime's threads sleep between operators rather than spin, for an
+    embedder that shares the cores with other busy processes (a build's parse workers).
 
     >>> make_embedder(backend="onnx", device="cpu").backend        # doctest: +SKIP
     <EmbedBackend.ONNX: 'onnx'>
@@ -63,6 +67,6 @@ def make_embedder(
 
         # ONNX Runtime runs on CUDA only with onnxruntime-gpu; OnnxEmbedder says so when asked.
         wanted = Device(device)
-        embedder = OnnxEmbedder(model, backend=backend, device=wanted.value, batch_size=batch_size or 32)
+        embedder = OnnxEmbedder(model, backend=backend, device=wanted.value, batch_size=batch_size or 32, spin=spin)
     embedder.backend = backend
     return embedder

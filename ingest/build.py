@@ -39,7 +39,7 @@ from ingest.retention import collect_garbage, retire_generations
 from ingest.reuse import LiveGeneration, carry_over
 from ingest.spill import SPILL_FOLDER, read_spill
 from ingest.worker import EMBED_TEXT, DocResult, FileJob, WorkerSettings
-from ingest.write import GenerationWriter
+from ingest.write import GenerationWriter, system_memory_pool
 from schemas.ann import AUTO_FACTORY
 from schemas.embedding import Device, EmbedBackend
 from schemas.errors import CorpusError
@@ -144,6 +144,7 @@ def build_index(
         paths.root.mkdir(parents=True, exist_ok=True)
     model = resolve_model(settings.model)
     with contextlib.ExitStack() as held:
+        held.enter_context(system_memory_pool())
         with _writing(paths):
             held.enter_context(BuildLock(paths.lock, wait=settings.wait_for_lock))
             _remove_debris(paths)
@@ -297,6 +298,7 @@ def _write_generation(corpus, paths, settings, model, executor, embedder, live, 
     report.chunks_embedded, report.chunks_reused = vectors.embedded, vectors.reused
     report.embed_seconds = vectors.seconds
 
+    writer.finish_tables()
     faiss_index, ann, faiss_warning = _vector_index(writer.vectors_written(), settings, live, vectors, report)
     manifest = Manifest(
         format_version=FORMAT_VERSION,

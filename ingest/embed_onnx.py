@@ -279,7 +279,8 @@ def _session(path: Path, device: str, threads: int | None, spin: bool = True):
     options.intra_op_num_threads = threads or _cpu_count()
     options.inter_op_num_threads = 1
     # Spinning pool threads answer at once (+30% on an idle machine) but take the cores that
-    # other processes need: on a busy machine the same session ran 25% slower spinning.
+    # other processes need: on a busy machine the same session ran 25% slower spinning. A
+    # build whose parse workers share the cores does not spin (ingest.executors).
     spinning = "1" if spin else "0"
     options.add_session_config_entry("session.intra_op.allow_spinning", spinning)
     options.add_session_config_entry("session.inter_op.allow_spinning", spinning)

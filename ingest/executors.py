@@ -76,7 +76,8 @@ class LocalExecutor:
         if embedder is None:
             from ingest.backends import make_embedder
 
-            embedder = make_embedder(model, backend, device)
+            # The parse workers run on the cores the model's threads would spin on.
+            embedder = make_embedder(model, backend, device, spin=self.workers <= 1)
         yield embedder
 
     def describe(self) -> str:

@@ -1,19 +1,23 @@
 """The lexical index of a generation: BM25 over every chunk's text, beside the vectors.
 
 Names, part numbers, figures and exact phrases are what an embedding blurs and
-what a reader types; a BM25 index finds them. It is built with ``bm25s`` (the
-Lucene variant of BM25) from the texts of all chunks of the generation, in
-vector_id order, and stored as one Parquet table (``lexical.parquet``, schema
-``schemas.tables.LEXICAL``), one row per token: ``token``, ``vector_ids`` (the
-chunks holding it), ``weights`` (its BM25 weight in each of them).
+what a reader types; a BM25 index finds them. It is the Lucene variant of BM25
+(the weights ``bm25s`` gives, to the bit) over the texts of all chunks of the
+generation, in vector_id order, stored as one Parquet table (``lexical.parquet``,
+schema ``schemas.tables.LEXICAL``), one row per token: ``token``, ``vector_ids``
+(the chunks holding it), ``weights`` (its BM25 weight in each of them).
 
 A query's BM25 score for a chunk is the sum of the weights of the query's
-tokens in that chunk (``index.lexical`` reads the table; bm25s is needed to
-build it, not to search it). BM25 weights depend on the whole corpus (document
-frequencies, mean length), so every generation rebuilds the table from its
-chunk texts, as it rebuilds FAISS from its vectors. Text a reader cannot see
-(hidden runs) is left out, as it is left out of what is embedded: hidden text
-never draws a search to a chunk.
+tokens in that chunk (``index.lexical`` reads the table). BM25 weights depend on
+the whole corpus (document frequencies, mean length), so every generation
+rebuilds the table from its chunk texts, as it rebuilds FAISS from its vectors.
+It is built in two passes so that memory does not grow with the corpus: the
+first tokenises the chunks a batch at a time, keeps each chunk's length and each
+token's document frequency, and writes the batch's (token, chunk, count) triples
+to a file; the second weighs a range of tokens at a time, read back from that
+file, and writes it as a row group. Text a reader cannot see (hidden runs) is
+left out, as it is left out of what is embedded: hidden text never draws a
+search to a chunk.
 
 Tokens. The same function tokenises chunks and queries:
 
@@ -39,10 +43,16 @@ already gives frequent words little weight.
 
 from __future__ import annotations
 
+import array
+import itertools
 import json
+import math
+import os
 import re
+import tempfile
 import unicodedata
 from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -59,6 +69,8 @@ TOKENIZER_VERSION = 1  # bump when tokens would differ for the same text: the in
 K1 = 1.5
 B = 0.75
 METHOD = "lucene"
+POSTINGS_BATCH = 1024  # chunks tokenised per step of the first pass
+RANGE_POSTINGS = 1 << 18  # postings weighed and written per step of the second (a row group)
 
 # Letters, digits and the marks that belong to them (Indic vowel signs, viramas).
 _WORD = regex.compile(r"[\p{L}\p{N}\p{M}]+")
@@ -147,39 +159,104 @@ def lexical_texts(chunks: Iterable[pa.RecordBatch], hidden_text: pa.Table) -> It
 
 
 def lexical_table(texts: Iterable[str]) -> pa.Table:
-    """The BM25 table of ``texts`` (chunk i has vector_id i), weights computed by bm25s;
-    its schema metadata holds the settings a reader checks (``lexical_metadata``).
+    """The BM25 table of ``texts`` (chunk i has vector_id i), in memory (``write_lexical``
+    streams the same rows to a file); its schema metadata holds the settings a reader checks
+    (``lexical_metadata``).
 
     >>> table = lexical_table(["overage is billed per call", "billed monthly"])
     >>> dict(zip(table["token"].to_pylist(), table["vector_ids"].to_pylist()))["billed"]
     [0, 1]
     """
-    import bm25s
+    with tempfile.TemporaryFile() as spill:
+        counted = count_tokens(texts, Postings(spill))
+        schema = LEXICAL.with_metadata(lexical_metadata(len(counted.chunk_lengths)))
+        return pa.Table.from_batches([b for t in weighed_tokens(counted) for b in t.to_batches()], schema)
 
+
+def count_tokens(texts: Iterable[str], postings: Postings) -> TokenCounts:
+    """The first pass over the chunk ``texts``: each chunk's token counts go to ``postings``
+    (a file), what BM25 needs of the whole corpus stays (lengths, document frequencies)."""
     vocabulary: dict[str, int] = {}
-    corpus_ids: list[list[int]] = []
-    for text in texts:
-        corpus_ids.append([vocabulary.setdefault(token, len(vocabulary)) for token in lexical_tokens(text)])
-    if not vocabulary:
-        return LEXICAL.empty_table().replace_schema_metadata(lexical_metadata(len(corpus_ids)))
-    retriever = bm25s.BM25(k1=K1, b=B, method=METHOD)
-    # Token ids are ours (the tuple form): bm25s builds no vocabulary of its own.
-    retriever.index((corpus_ids, vocabulary), create_empty_token=False, show_progress=False)
-    scores = retriever.scores
-    indptr = np.asarray(scores["indptr"], dtype=np.int64)
-    column_of = retriever.vocab_dict  # token -> column of the score matrix
-    tokens = sorted(column_of, key=column_of.__getitem__)
-    if len(tokens) != len(indptr) - 1:
-        raise ValueError(f"bm25s gave {len(indptr) - 1} score columns for {len(tokens)} tokens")
-    offsets = pa.array(indptr.astype(np.int32))
-    return pa.table(
-        [
-            pa.array(tokens, pa.string()),
-            pa.ListArray.from_arrays(offsets, pa.array(np.asarray(scores["indices"], dtype=np.int32))),
-            pa.ListArray.from_arrays(offsets, pa.array(np.asarray(scores["data"], dtype=np.float32))),
-        ],
-        schema=LEXICAL.with_metadata(lexical_metadata(len(corpus_ids))),
-    )
+    lengths = array.array("q")
+    doc_freqs = np.zeros(0, dtype=np.int64)
+    texts = iter(texts)
+    while batch := list(itertools.islice(texts, POSTINGS_BATCH)):
+        first = len(lengths)
+        ids = array.array("i")  # compact: a Python int per token for a whole corpus was the build's peak
+        for text in batch:
+            tokens = lexical_tokens(text)
+            ids.extend([vocabulary.setdefault(token, len(vocabulary)) for token in tokens])
+            lengths.append(len(tokens))
+        triples = chunk_postings(np.frombuffer(ids, dtype=np.intc), np.array(lengths[first:], dtype=np.int64), first)
+        doc_freqs = np.pad(doc_freqs, (0, len(vocabulary) - len(doc_freqs)))
+        doc_freqs += np.bincount(triples[0], minlength=len(vocabulary))  # a token once per chunk: its df
+        postings.add(triples)
+    return TokenCounts(list(vocabulary), np.array(lengths, dtype=np.int64), doc_freqs, postings)
+
+
+def chunk_postings(token_ids: np.ndarray, lengths: np.ndarray, first_chunk: int) -> np.ndarray:
+    """(token id, vector id, count) of consecutive chunks, one column per token and chunk, sorted
+    by token then chunk; ``token_ids`` are the chunks' tokens end to end, ``lengths`` how many each.
+
+    >>> chunk_postings(np.array([5, 3, 5, 3]), np.array([3, 1]), 10).tolist()
+    [[3, 3, 5], [10, 11, 10], [1, 1, 2]]
+    """
+    chunks = np.repeat(np.arange(first_chunk, first_chunk + len(lengths), dtype=np.int64), lengths)
+    keys, counts = np.unique((token_ids.astype(np.int64) << 32) | chunks, return_counts=True)
+    return np.stack([keys >> 32, keys & 0xFFFFFFFF, counts]).astype(np.int32)
+
+
+def weighed_tokens(counted: TokenCounts, range_postings: int | None = None) -> Iterator[pa.Table]:
+    """The rows of the BM25 table, token ids in order, a range of about ``range_postings``
+    (default ``RANGE_POSTINGS``) postings at a time (a row group): what is held is that range,
+    not the corpus's postings.
+
+    Weights are bm25s's Lucene BM25, operation for operation (so equal to the bit): the IDF
+    ``log(1 + (N - df + 0.5) / (df + 0.5))`` in float64 rounded to float32, times
+    ``tf / (k1 * (1 - b + b * len / avg_len) + tf)`` in float64, rounded to float32.
+    """
+    n_chunks = len(counted.chunk_lengths)
+    if not counted.tokens:
+        return
+    average = float(counted.chunk_lengths.sum()) / n_chunks  # as numpy's mean of the lengths
+    norms = K1 * ((1 - B) + B * counted.chunk_lengths / average)
+    idf = _idf(counted.doc_freqs, n_chunks)
+    edges = _range_edges(counted.doc_freqs, range_postings or RANGE_POSTINGS)
+    postings = counted.postings
+    # Where each range starts in each spilled batch (each is sorted by token).
+    starts = [np.searchsorted(postings.tokens(k), edges) for k in range(len(postings))]
+    for r in range(len(edges) - 1):
+        first, last = int(edges[r]), int(edges[r + 1])
+        triples = np.concatenate([postings.segment(k, s[r], s[r + 1]) for k, s in enumerate(starts)], axis=1)
+        # Batches come in chunk order: a stable sort by token keeps each token's chunks ascending.
+        tokens, chunks, counts = triples[:, np.argsort(triples[0], kind="stable")]
+        tf = counts.astype(np.float64)
+        weights = (idf[tokens].astype(np.float64) * (tf / (norms[chunks] + tf))).astype(np.float32)
+        offsets = np.zeros(last - first + 1, dtype=np.int32)
+        np.cumsum(np.bincount(tokens - first, minlength=last - first), out=offsets[1:])
+        yield pa.table(
+            [
+                pa.array(counted.tokens[first:last], pa.string()),
+                pa.ListArray.from_arrays(pa.array(offsets), pa.array(chunks)),
+                pa.ListArray.from_arrays(pa.array(offsets), pa.array(weights)),
+            ],
+            schema=LEXICAL,
+        )
+
+
+def _idf(doc_freqs: np.ndarray, n_chunks: int) -> np.ndarray:
+    # math.log per distinct df, as bm25s computes it (numpy's log may differ in the last bit)
+    values, where = np.unique(doc_freqs, return_inverse=True)
+    logs = [math.log(1 + (n_chunks - df + 0.5) / (df + 0.5)) for df in values.tolist()]
+    return np.array(logs, dtype=np.float32)[where]
+
+
+def _range_edges(doc_freqs: np.ndarray, range_postings: int) -> np.ndarray:
+    """Token id edges [0, ..., n_tokens] of ranges of about ``range_postings`` postings (a token
+    with more is a range of its own)."""
+    total = np.cumsum(doc_freqs)
+    ends = np.searchsorted(total, np.arange(range_postings, total[-1], range_postings)) + 1
+    return np.unique(np.concatenate([[0], ends, [len(doc_freqs)]]))
 
 
 def lexical_metadata(n_chunks: int) -> dict[bytes, bytes]:
@@ -190,8 +267,66 @@ def lexical_metadata(n_chunks: int) -> dict[bytes, bytes]:
 
 def write_lexical(path: Path, texts: Iterable[str], model_id: str, model_dim: int) -> int:
     """Build the BM25 table of the chunk ``texts`` (in vector_id order) and write it to
-    ``path``; returns the number of distinct tokens."""
-    table = lexical_table(texts)
-    metadata = {**with_metadata("lexical", model_id, model_dim).metadata, **table.schema.metadata}
-    pq.write_table(table.replace_schema_metadata(metadata), path, compression="zstd")
-    return table.num_rows
+    ``path``, a range of tokens at a time; returns the number of distinct tokens."""
+    # The postings wait in an unnamed file beside the table: gone however the build ends.
+    with tempfile.TemporaryFile(dir=path.parent) as spill:
+        counted = count_tokens(texts, Postings(spill))
+        metadata = {**with_metadata("lexical", model_id, model_dim).metadata,
+                    **lexical_metadata(len(counted.chunk_lengths))}
+        with pq.ParquetWriter(path, LEXICAL.with_metadata(metadata), compression="zstd", use_dictionary=False) as writer:
+            for rows in weighed_tokens(counted):
+                writer.write_table(rows)
+    return len(counted.tokens)
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class TokenCounts:
+    """What the first pass keeps of the corpus; its postings wait in a file."""
+
+    tokens: list[str]  # by token id: the order of first occurrence
+    chunk_lengths: np.ndarray  # int64, tokens per chunk, by vector id
+    doc_freqs: np.ndarray  # int64, chunks holding each token, by token id
+    postings: Postings
+
+
+class Postings:
+    """Batches of (token, chunk, count) triples (``chunk_postings``) appended to ``file``, read
+    back by slices."""
+
+    def __init__(self, file) -> None:
+        self._fd = file.fileno()
+        self._batches: list[tuple[int, int]] = []  # (byte offset, postings)
+        self._end = 0
+
+    def __len__(self) -> int:
+        return len(self._batches)
+
+    def add(self, triples: np.ndarray) -> None:
+        data = np.ascontiguousarray(triples, dtype=np.int32).tobytes()
+        written = 0
+        while written < len(data):
+            written += os.pwrite(self._fd, data[written:], self._end + written)
+        self._batches.append((self._end, triples.shape[1]))
+        self._end += len(data)
+
+    def tokens(self, batch: int) -> np.ndarray:
+        offset, n = self._batches[batch]
+        return self._read(offset, n)
+
+    def segment(self, batch: int, start: int, stop: int) -> np.ndarray:
+        """Postings ``start:stop`` of ``batch``, as a (3, stop - start) array."""
+        offset, n = self._batches[batch]
+        return np.stack([self._read(offset + 4 * (row * n + start), stop - start) for row in range(3)])
+
+    def _read(self, offset: int, count: int) -> np.ndarray:
+        data = b"".join(_pread_all(self._fd, 4 * int(count), int(offset)))
+        return np.frombuffer(data, dtype=np.int32)
+
+
+def _pread_all(fd: int, size: int, offset: int) -> Iterator[bytes]:
+    while size > 0:
+        block = os.pread(fd, size, offset)
+        if not block:
+            raise OSError(f"lexical postings file ended {size} bytes early")
+        yield block
+        size, offset = size - len(block), offset + len(block)

@@ -114,6 +114,11 @@ def parse_pdf(
                 decrypted = doc.tobytes(encryption=pymupdf.PDF_ENCRYPT_NONE)
         finally:
             doc.close()
+            # MuPDF's store keeps what it decoded (fonts, images, rendered glyphs) past the
+            # document's close, up to 256 MB: a worker that parses document after document
+            # would grow with them (largest worker 345 -> 553 MB over ten copies of the
+            # shared corpus). No later document can use them: empty it.
+            pymupdf.TOOLS.store_shrink(100)
         mupdf_messages = _drain_mupdf_messages()
     if decrypted is not None:
         parsed = dataclasses.replace(parsed, decrypted_source=decrypted)

@@ -20,7 +20,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from ingest.lexical import TOKENIZER_VERSION, lexical_texts, write_lexical
+from ingest.lexical import POSTINGS_BATCH, TOKENIZER_VERSION, lexical_texts, write_lexical
 from ingest.publish import fsync_dir, fsync_file
 from schemas.layout import FAISS_FILE, GENERATION_FILES, LEXICAL_FILE, MANIFEST, TABLE_FILES, VECTORS_FILE
 from schemas.manifest import manifest_to_json
@@ -36,6 +36,27 @@ ROW_GROUP_ROWS = {"chunks": 4096, "pdf_chars": 65536, "pdf_pages": 65536, "html_
 # shared corpus's pdf_chars, 40,711 rows, 8.7 MB in Arrow: +41 MB at its write, +17 MB with
 # these alone), for a file no larger (that one 5% smaller: zstd compresses plain pages well).
 DICTIONARY_COLUMNS = frozenset({"doc_id", "doc_version", "kind", "label", "reason"})
+
+@contextlib.contextmanager
+def system_memory_pool() -> Iterator[None]:
+    """Arrow allocates from the C library's malloc for the length of the block (a build), unless
+    ARROW_DEFAULT_MEMORY_POOL chooses a pool.
+
+    Arrow's default here, mimalloc, keeps the pages of freed buffers resident: reading the chunk
+    texts of a generation back, a row group at a time, grew the process by 27 MB at 1,037 chunks
+    and 47 MB at 10,316 (13 MB with malloc, whose live peak was 4 MB), so a build's memory grew
+    with its corpus.
+    """
+    if os.environ.get("ARROW_DEFAULT_MEMORY_POOL"):
+        yield
+        return
+    previous = pa.default_memory_pool()
+    pa.set_memory_pool(pa.system_memory_pool())
+    try:
+        yield
+    finally:
+        pa.set_memory_pool(previous)  # a buffer is given back to the pool that allocated it
+
 
 class GenerationWriter:
     """Streams the tables of one generation into ``gen_dir`` (a folder no reader looks at)."""
@@ -78,7 +99,8 @@ class GenerationWriter:
 
     def vectors_written(self) -> np.ndarray:
         """The vectors added so far, as (n, dim) float32 read back from disk."""
-        self._vectors.flush()
+        if not self._vectors.closed:
+            self._vectors.flush()
         if self.n_vectors == 0:
             return np.zeros((0, self.dim), dtype=np.float32)
         return np.memmap(self.gen_dir / VECTORS_FILE, dtype=np.float32, mode="r", shape=(self.n_vectors, self.dim))
@@ -103,10 +125,9 @@ class GenerationWriter:
             )
         return self._writers[table_name]
 
-    def finish(self, manifest: Manifest, faiss_index) -> Manifest:
-        """Close every table, write FAISS, the lexical index and the manifest, and fsync it all."""
-        import faiss
-
+    def finish_tables(self) -> None:
+        """Close every table and the vectors, and write the lexical index of the chunks: before
+        the vector index is built, so that the two never take memory at the same time."""
         for name in ROW_GROUP_ROWS:
             self._flush(name)
             with _naming(self.gen_dir / TABLE_FILES[name]):
@@ -115,6 +136,18 @@ class GenerationWriter:
             self._vectors.flush()
             os.fsync(self._vectors.fileno())
             self._vectors.close()
+        started = time.perf_counter()
+        with _naming(self.gen_dir / LEXICAL_FILE):
+            write_lexical(self.gen_dir / LEXICAL_FILE, self._chunk_texts(), self.model_id, self.dim)
+        self.lexical_seconds = time.perf_counter() - started
+
+    def finish(self, manifest: Manifest, faiss_index) -> Manifest:
+        """Write the documents table, FAISS and the manifest (and the tables, if
+        ``finish_tables`` was not called), and fsync it all."""
+        import faiss
+
+        if not self._vectors.closed:
+            self.finish_tables()
         documents = sorted(self._documents, key=lambda d: d.doc_id)
         with _naming(self.gen_dir / TABLE_FILES["documents"]):
             pq.write_table(
@@ -125,10 +158,6 @@ class GenerationWriter:
         with _naming(self.gen_dir / FAISS_FILE), open(self.gen_dir / FAISS_FILE, "wb") as out:
             # Through Python, not faiss.write_index(path): a full disk is then an OSError with its errno.
             faiss.write_index(faiss_index, faiss.PyCallbackIOWriter(lambda block: out.write(block), 1 << 20))
-        started = time.perf_counter()
-        with _naming(self.gen_dir / LEXICAL_FILE):
-            write_lexical(self.gen_dir / LEXICAL_FILE, self._chunk_texts(), self.model_id, self.dim)
-        self.lexical_seconds = time.perf_counter() - started
         checksums = {
             name: file_sha256(self.gen_dir / name)
             for name in (*GENERATION_FILES, LEXICAL_FILE)
@@ -147,7 +176,9 @@ class GenerationWriter:
         depend on the whole corpus), as FAISS is rebuilt from all vectors."""
         chunks = pq.ParquetFile(self.gen_dir / TABLE_FILES["chunks"])
         hidden = pq.read_table(self.gen_dir / TABLE_FILES["hidden_text"])
-        yield from lexical_texts(chunks.iter_batches(columns=["doc_id", "start", "text", "n_hidden"]), hidden)
+        # In batches of a lexical step, not Arrow's 65,536 rows: each becomes Python strings.
+        batches = chunks.iter_batches(batch_size=POSTINGS_BATCH, columns=["doc_id", "start", "text", "n_hidden"])
+        yield from lexical_texts(batches, hidden)
 
     def abort(self) -> None:
         """Close what is open, as well as a failing disk allows: the folder is removed next."""

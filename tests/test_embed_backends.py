@@ -68,3 +68,19 @@ def test_int8_vectors_stay_close_to_torch(real_embedder, chunk_texts, onnx_cache
     assert int8.onnx_path.name == "model-int8.onnx"
     cosine = (int8.embed(chunk_texts) * real_embedder.embed(chunk_texts)).sum(axis=1)
     assert cosine.mean() > 0.97 and cosine.min() > 0.9
+
+
+def test_a_local_build_with_parse_workers_runs_onnx_without_spinning(onnx_cache):
+    """Beside parse workers the model's threads sleep between operators instead of spinning on
+    the cores the workers need; a build that parses in its own process lets them spin."""
+    from ingest.executors import LocalExecutor
+    from ingest.model import resolve_model
+    from schemas.embedding import EmbedBackend
+
+    def spinning(workers: int) -> str:
+        with LocalExecutor(workers).embedding(resolve_model(), None, EmbedBackend.ONNX) as embedder:
+            options = embedder._session.get_session_options()
+            return options.get_session_config_entry("session.intra_op.allow_spinning")
+
+    assert spinning(2) == "0"
+    assert spinning(1) == "1"

@@ -1,5 +1,6 @@
-"""The lexical index: tokens that match across scripts and spellings, BM25 scores equal to
-bm25s's own, and reciprocal rank fusion that keeps every chunk once, best first."""
+"""The lexical index: tokens that match across scripts and spellings, BM25 weights equal to
+bm25s's own (streamed, to the bit), and reciprocal rank fusion that keeps every chunk once, best
+first."""
 
 from __future__ import annotations
 
@@ -8,13 +9,16 @@ import unicodedata
 
 import bm25s
 import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
 import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from index.fusion import fuse
 from index.lexical import LexicalIndex
-from ingest.lexical import lexical_metadata, lexical_table, lexical_tokens
+from ingest import lexical as lexical_module
+from ingest.lexical import LEXICAL, lexical_metadata, lexical_table, lexical_texts, lexical_tokens, write_lexical
 from schemas.tables import META_LEXICAL
 from schemas.errors import IndexFormatError
 from schemas.records import SearchHit
@@ -23,6 +27,40 @@ import conftest
 from conftest import ROOT, examples, needs_shared_corpus
 
 QA = ROOT / "tests" / "data" / "qa_shared_corpus.jsonl"
+QUERIES = ROOT / "benchmarks" / "queries.txt"
+
+
+def bm25s_table(texts: list[str]) -> pa.Table:
+    """The BM25 table as bm25s builds it, every chunk's token ids at once: what the build wrote
+    before it streamed, kept as the reference its weights must equal."""
+    vocabulary: dict[str, int] = {}
+    corpus_ids = [[vocabulary.setdefault(t, len(vocabulary)) for t in lexical_tokens(text)] for text in texts]
+    retriever = bm25s.BM25(k1=1.5, b=0.75, method="lucene")
+    retriever.index((corpus_ids, vocabulary), create_empty_token=False, show_progress=False)
+    scores = retriever.scores
+    offsets = pa.array(np.asarray(scores["indptr"]).astype(np.int32))
+    return pa.table(
+        [
+            pa.array(sorted(vocabulary, key=vocabulary.__getitem__), pa.string()),
+            pa.ListArray.from_arrays(offsets, pa.array(np.asarray(scores["indices"], dtype=np.int32))),
+            pa.ListArray.from_arrays(offsets, pa.array(np.asarray(scores["data"], dtype=np.float32))),
+        ],
+        schema=LEXICAL.with_metadata(lexical_metadata(len(texts))),
+    )
+
+
+def generation_texts(idx) -> list[str]:
+    """What each chunk of the live generation gave its lexical index, by vector_id."""
+    chunks = idx.generation.table("chunks", ["doc_id", "start", "text", "n_hidden"])
+    return list(lexical_texts(chunks.to_batches(), idx.generation.table("hidden_text")))
+
+
+def assert_same_table(table: pa.Table, expected: pa.Table) -> None:
+    assert table.column("token").to_pylist() == expected.column("token").to_pylist()
+    assert table.column("vector_ids").to_pylist() == expected.column("vector_ids").to_pylist()
+    weights = table.column("weights").combine_chunks().values.to_numpy()
+    expected_weights = expected.column("weights").combine_chunks().values.to_numpy()
+    assert np.array_equal(weights.view(np.uint32), expected_weights.view(np.uint32))  # to the bit
 
 
 @pytest.mark.parametrize(
@@ -163,3 +201,42 @@ def test_hidden_text_never_draws_a_lexical_search(tokenizer):
     lexical = LexicalIndex(lexical_table(texts), "test")
     assert lexical.top("recommend zorblax", 5)[0].size == 0
     assert lexical.top("refund window", 5)[0].size == 5
+
+
+@pytest.mark.parametrize(("batch", "range_postings"), [(None, None), (97, 1000)], ids=["default", "small-steps"])
+def test_the_streamed_table_is_bm25s_table_of_the_same_chunks(built, tmp_path, monkeypatch, batch, range_postings):
+    """On every chunk of a real corpus, the two-pass table written a row group at a time has
+    bm25s's tokens, postings and weights, to the bit, however small the steps are."""
+    idx, _ = built
+    texts = generation_texts(idx)
+    expected = bm25s_table(texts)
+    assert_same_table(idx.generation.lexical_table(), expected)  # the build's own
+    if batch:
+        monkeypatch.setattr(lexical_module, "POSTINGS_BATCH", batch)
+        monkeypatch.setattr(lexical_module, "RANGE_POSTINGS", range_postings)
+    path = tmp_path / "lexical.parquet"
+    assert write_lexical(path, texts, "model", 384) == expected.num_rows
+    written = pq.read_table(path)
+    assert_same_table(written, expected)
+    assert json.loads(written.schema.metadata[META_LEXICAL])["n_chunks"] == len(texts)
+    postings = sum(len(ids) for ids in expected.column("vector_ids").to_pylist())
+    assert pq.ParquetFile(path).num_row_groups >= (postings // range_postings if range_postings else 1)
+    assert_same_table(lexical_table(texts), expected)
+
+
+def test_lexical_search_ranks_chunks_as_bm25s_table_does(built):
+    """Questions about the corpus get the same chunks, in the same order, with the same scores,
+    from the generation's stored table as from bm25s's table of its chunks."""
+    idx, _ = built
+    texts = generation_texts(idx)
+    stored = LexicalIndex(idx.generation.lexical_table(), "stored")
+    reference = LexicalIndex(bm25s_table(texts), "bm25s")
+    questions = [json.loads(line)["question"] for line in QA.read_text(encoding="utf-8").splitlines()]
+    questions += [q for q in QUERIES.read_text(encoding="utf-8").splitlines() if q.strip() and not q.startswith("#")]
+    found = 0
+    for question in questions:
+        ids, scores = stored.top(question, 10)
+        expected_ids, expected_scores = reference.top(question, 10)
+        assert ids.tolist() == expected_ids.tolist() and np.array_equal(scores, expected_scores), question
+        found += ids.size > 0
+    assert found > len(questions) / 2

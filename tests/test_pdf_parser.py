@@ -701,6 +701,34 @@ def test_broken_inputs_never_crash_or_hang_the_process(tmp_path: Path) -> None:
         assert outcome["pdfjs__poppler-85140-0.pdf"] == "CorruptDocumentError"
 
 
+@pytest.mark.spawns
+def test_parsing_document_after_document_does_not_grow_the_process() -> None:
+    """MuPDF's store keeps what it decoded past a document's close (up to 256 MB); a worker that
+    parses document after document must not grow with them: the same form, parsed six times in a
+    fresh process, ends where its second parse left it (it grew ~6 MB a parse before)."""
+    path = CORPUS_PDF / "pdfjs__issue12963.pdf"  # a form whose fonts and widgets MuPDF decodes
+    if not path.is_file():
+        pytest.skip("../shared/corpus is absent")
+    script = textwrap.dedent(
+        """
+        import json, re, sys
+        from pathlib import Path
+        from ingest.pdf import parse_pdf
+        from schemas.records import OcrMode, OcrSettings
+        source, rss = Path(sys.argv[1]).read_bytes(), []
+        for _ in range(6):
+            parse_pdf(source, "form.pdf", OcrSettings(mode=OcrMode.OFF))
+            rss.append(int(re.search(r"VmRSS:\\s+(\\d+)", Path("/proc/self/status").read_text()).group(1)))
+        print(json.dumps(rss))
+        """
+    )
+    done = subprocess.run([sys.executable, "-c", script, str(path)], cwd=ROOT, capture_output=True, text=True,
+                          timeout=300)
+    assert done.returncode == 0, done.stderr
+    rss_kb = json.loads(done.stdout)
+    assert rss_kb[-1] - rss_kb[1] < 4 * 1024, rss_kb
+
+
 @settings(max_examples=examples(25), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
     lines=st.lists(
