@@ -37,6 +37,7 @@ ROW_GROUP_ROWS = {"chunks": 4096, "pdf_chars": 65536, "pdf_pages": 65536, "html_
 # these alone), for a file no larger (that one 5% smaller: zstd compresses plain pages well).
 DICTIONARY_COLUMNS = frozenset({"doc_id", "doc_version", "kind", "label", "reason"})
 
+
 @contextlib.contextmanager
 def system_memory_pool() -> Iterator[None]:
     """Arrow allocates from the C library's malloc for the length of the block (a build), unless
