@@ -28,7 +28,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ingest.hidden import HiddenText
-from ingest.normalize import CONTROLS, SliceNormalizer, changing_set, normalize
+from ingest.normalize import CONTROLS, Join, SliceNormalizer, changing_set, normalize
 from schemas.errors import ChunkerError
 from schemas.records import Chunk, ChunkerSettings, HiddenRun, ParsedDocument
 
@@ -296,8 +296,8 @@ class _ChangedPieces:
         may_change = (recount_chars_before[his] - recount_chars_before[los] > 0).tolist() if los else []
         isolates_cjk = _isolates_cjk(tokenizer)
         # the joins that may change the count, by where they start
-        self._counted_joins = [(start, end) for start, end in self.slices.joins
-                               if not isolates_cjk or not _join_keeps_count(doc_text, start, end)]
+        self._counted_joins = [(join.start, join.end) for join in self.slices.joins
+                               if not isolates_cjk or not _join_keeps_count(doc_text, join)]
         for start, _ in self._counted_joins:
             may_change[bisect.bisect_right(los, start) - 1] = True
         self._counted_joins.sort()
@@ -376,21 +376,14 @@ def _recount_table() -> np.ndarray:
     return table
 
 
-def _join_keeps_count(doc_text: str, start: int, end: int) -> bool:
-    """Whether the join ``doc_text[start:end]`` that normalising makes leaves the model's
-    tokens as they were: whitespace between two CJK characters where one of them is a word
-    of its own to the tokenizer anyway (a Chinese character or punctuation; see
-    ``_isolates_cjk``). A line-end hyphen joins two words into one: never."""
-    if doc_text[start] in _HYPHENS:
-        return False
-    after = end
-    while after < len(doc_text) and doc_text[after] in _INVISIBLE_CHARACTERS:
-        after += 1
-    return after < len(doc_text) and (_alone_to_bert(doc_text[start]) or _alone_to_bert(doc_text[after]))
+def _join_keeps_count(doc_text: str, join: Join) -> bool:
+    """Whether a join that normalising makes leaves the model's tokens as they were:
+    whitespace between two CJK characters where one of them is a word of its own to the
+    tokenizer anyway (a Chinese character or punctuation; see ``_isolates_cjk``). A line-end
+    hyphen joins two words into one: never."""
+    return join.after is not None and (_alone_to_bert(doc_text[join.start]) or _alone_to_bert(doc_text[join.after]))
 
 
-_HYPHENS = frozenset("-\u00ad\u2010\u2011")
-_INVISIBLE_CHARACTERS = frozenset("\u00ad\u200b\u200c\u200d\u2060\ufeff")
 # BERT's "Chinese characters": its normaliser puts spaces around each.
 _BERT_CHINESE = ((0x4E00, 0x9FFF), (0x3400, 0x4DBF), (0x20000, 0x2A6DF), (0x2A700, 0x2B73F), (0x2B740, 0x2B81F),
                  (0x2B820, 0x2CEAF), (0xF900, 0xFAFF), (0x2F800, 0x2FA1F))

@@ -21,6 +21,7 @@ import operator
 import re
 import unicodedata
 from dataclasses import dataclass
+from typing import NamedTuple
 
 import numpy as np
 
@@ -114,6 +115,7 @@ _BETWEEN_NO_SPACE_SCRIPT = re.compile(
 )
 _FIRST_GROUP = operator.itemgetter(1)  # a replacement in C: a template (r"\1") runs Python per match
 _MARK_OR_INVISIBLE_RE = re.compile(_MARK_OR_INVISIBLE)
+_INVISIBLE_RUN = re.compile(f"{_INVISIBLE_CLASS}*")
 _HYPHEN_BREAK_RE = re.compile(_HYPHEN_BREAK)
 _CLUSTER_RE = re.compile(_CLUSTER)
 
@@ -234,16 +236,27 @@ def changing_pieces(text: str) -> list[tuple[int, int]]:
     return _changing_pieces(text, *_kinds(text))[0]
 
 
-def _changing_pieces(text: str, codes: np.ndarray, kinds: np.ndarray) -> tuple[list[tuple[int, int]], list[tuple[int, int]]]:
+class Join(NamedTuple):
+    """Where normalising joins words: ``text[start:end]`` is a line-end hyphen with its break,
+    or a CJK character and the whitespace after it, which normalising brings next to the
+    CJK character ``text[after]`` (None for a hyphen)."""
+
+    start: int
+    end: int
+    after: int | None
+
+
+def _changing_pieces(text: str, codes: np.ndarray, kinds: np.ndarray) -> tuple[list[tuple[int, int]], list[Join]]:
     """``changing_pieces``, and the spans where normalising joins words: a line-end hyphen,
     or whitespace between two CJK characters."""
     hits = np.flatnonzero(kinds & _CHANGING)
-    joins = _hyphen_breaks(text, kinds)
+    joins = [Join(start, end, None) for start, end in _hyphen_breaks(text, kinds)]
     if _has_no_space_script(codes):
-        joins += [m.span() for m in _BETWEEN_NO_SPACE_SCRIPT.finditer(text)]
+        joins += [Join(m.start(), m.end(), _INVISIBLE_RUN.match(text, m.end()).end())
+                  for m in _BETWEEN_NO_SPACE_SCRIPT.finditer(text)]
     starts, ends = hits, hits + 1
     if joins:
-        spans = np.array(joins, dtype=np.int64)
+        spans = np.array([(join.start, join.end) for join in joins], dtype=np.int64)
         starts, ends = np.concatenate((starts, spans[:, 0])), np.concatenate((ends, spans[:, 1]))
     if not len(starts):
         return [], joins
