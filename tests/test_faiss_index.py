@@ -152,3 +152,31 @@ def test_an_index_is_retrained_when_churn_outgrows_its_centroids():
     assert "retrained" in update_reason(params, params, large)
     assert "rebuilt" in update_reason(AnnParams("HNSW32", ef_search=64), AnnParams("HNSW32", ef_search=64), small)
     assert "changes" in update_reason(params, AnnParams("IVF128,Flat", nprobe=8), small)
+
+
+def _resident_kb(path) -> int:
+    """Resident memory of this process's mappings of ``path`` (from /proc/self/smaps)."""
+    total, inside = 0, False
+    with open("/proc/self/smaps") as smaps:
+        for line in smaps:
+            fields = line.split()
+            if "-" in fields[0] and ":" not in fields[0]:  # a mapping's first line
+                inside = fields[-1] == str(path)
+            elif inside and fields[0] == "Rss:":
+                total += int(fields[1])
+    return total
+
+
+@pytest.mark.parametrize("factory", ["Flat", "IVF64,SQ8"])
+def test_vectors_mapped_from_disk_are_not_left_resident_and_give_the_same_index(tmp_path, factory):
+    vectors = clustered(20_000, seed=5)  # 2.5 MB of 32-d vectors
+    path = tmp_path / "vectors.f32"
+    vectors.tofile(path)
+    mapped = np.memmap(path, dtype=np.float32, mode="r", shape=vectors.shape)
+    plan = plan_index(len(vectors), factory)
+    from_disk, _, _ = build_ann(mapped, plan)
+    assert _resident_kb(path) < 64, "the mapped vectors stayed in the build's memory"
+    in_memory, _, _ = build_ann(vectors, plan)
+    queries = clustered(50, seed=6)
+    assert (from_disk.search(queries, 10)[1] == in_memory.search(queries, 10)[1]).all()
+    assert from_disk.ntotal == len(vectors)
