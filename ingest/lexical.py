@@ -70,7 +70,7 @@ K1 = 1.5
 B = 0.75
 METHOD = "lucene"
 POSTINGS_BATCH = 1024  # chunks tokenised per step of the first pass
-RANGE_POSTINGS = 1 << 18  # postings weighed and written per step of the second (a row group)
+RANGE_POSTINGS = 1 << 16  # postings weighed and written per step of the second (a row group, ~5 MB held)
 
 # Letters, digits and the marks that belong to them (Indic vowel signs, viramas).
 _WORD = regex.compile(r"[\p{L}\p{N}\p{M}]+")

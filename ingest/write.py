@@ -9,6 +9,7 @@ CURRENT.
 from __future__ import annotations
 
 import contextlib
+import ctypes
 import dataclasses
 import hashlib
 import os
@@ -27,8 +28,12 @@ from schemas.manifest import manifest_to_json
 from schemas.records import DocumentRecord, Manifest
 from schemas.tables import SCHEMAS, documents_table, with_metadata
 
-ROW_GROUP_ROWS = {"chunks": 4096, "pdf_chars": 65536, "pdf_pages": 65536, "html_map": 65536, "hidden_text": 65536,
-                  "html_boxes": 65536}
+# Rows per row group: what a build holds of a table before writing it, and what it holds again
+# while reading the chunk texts back for the lexical index. Sized to a few MB each (a pdf_chars
+# row, a run of characters with their boxes, is ~230 bytes in Arrow; a chunk ~0.9 KB): with 65,536
+# and 4,096 rows, a 10x corpus's build peaked 38 MB above a 1x one's, which never filled one.
+ROW_GROUP_ROWS = {"chunks": 1024, "pdf_chars": 16384, "pdf_pages": 65536, "html_map": 16384, "hidden_text": 65536,
+                  "html_boxes": 16384}
 
 # Columns written dictionary-encoded: strings that repeat from row to row. The others are
 # written plain: for an offset or a box column Parquet builds a dictionary and then drops it
@@ -47,6 +52,11 @@ def system_memory_pool() -> Iterator[None]:
     texts of a generation back, a row group at a time, grew the process by 27 MB at 1,037 chunks
     and 47 MB at 10,316 (13 MB with malloc, whose live peak was 4 MB), so a build's memory grew
     with its corpus.
+
+    This reaches what pyarrow allocates for Python only: Arrow's C++ code (Parquet's readers and
+    writers) keeps the pool it found when pyarrow was imported. The `spanindex` command therefore
+    sets ARROW_DEFAULT_MEMORY_POOL before that (index.cli); with mimalloc still under Parquet, a
+    10x corpus's build process held 30 MB more than with malloc throughout.
     """
     if os.environ.get("ARROW_DEFAULT_MEMORY_POOL"):
         yield
@@ -57,6 +67,23 @@ def system_memory_pool() -> Iterator[None]:
         yield
     finally:
         pa.set_memory_pool(previous)  # a buffer is given back to the pool that allocated it
+
+
+def return_free_heap() -> None:
+    """Give the pages of the C heap's free blocks back to the system (glibc's ``malloc_trim``;
+    nothing where the C library has no such call).
+
+    malloc keeps freed blocks for reuse; blocks freed between live ones (a flushed row group's
+    buffers between the rows still pending) are never returned on their own. Without this, a
+    10x corpus's build held 50 MB more after streaming its rows than a 1x one did, memory it no
+    longer used, and the vector index was then built on top of it.
+    """
+    trim = getattr(_C_LIBRARY, "malloc_trim", None)
+    if trim is not None:
+        trim(0)
+
+
+_C_LIBRARY = ctypes.CDLL(None)
 
 
 class GenerationWriter:
@@ -115,6 +142,7 @@ class GenerationWriter:
             writer.write_table(batch.cast(writer.schema), row_group_size=ROW_GROUP_ROWS[table_name])
         self._pending[table_name] = []
         self._pending_rows[table_name] = 0
+        return_free_heap()
 
     def _writer(self, table_name: str) -> pq.ParquetWriter:
         if table_name not in self._writers:
@@ -141,6 +169,7 @@ class GenerationWriter:
         with _naming(self.gen_dir / LEXICAL_FILE):
             write_lexical(self.gen_dir / LEXICAL_FILE, self._chunk_texts(), self.model_id, self.dim)
         self.lexical_seconds = time.perf_counter() - started
+        return_free_heap()  # before the vector index is built
 
     def finish(self, manifest: Manifest, faiss_index) -> Manifest:
         """Write the documents table, FAISS and the manifest (and the tables, if
