@@ -1,8 +1,9 @@
 """A build's memory from 1x to 10x the corpus, and how well parsing hides behind embedding.
 
 Memory: the shared corpus (or sample_corpus/) built once as it is and once as ten edited
-copies, each build in a fresh process, reporting the peak resident memory (VmHWM) of the build
-process and of the largest parsing worker. The copies are edited so that their chunks differ
+copies, each build in a fresh process set up as the `spanindex` command sets up its own,
+reporting the peak resident memory (VmHWM) of the build process and of the largest parsing
+worker. The copies are edited so that their chunks differ
 from each other (an in-build dedup would otherwise skip embedding them): every paragraph of an
 HTML, Markdown or text file and four lines on every PDF page carry the copy's number. By default
 the builds embed with benchmarks' hashing embedder, so that ten copies build in a few minutes;
@@ -95,7 +96,10 @@ def _edit_pdf(path: Path, mark: str) -> None:
         return
 
 
+# Each build runs in a fresh process set up as the `spanindex` command sets up its own: importing
+# index.cli first chooses Arrow's memory pool before pyarrow is imported.
 _BUILD_ONE = """
+import index.cli
 import json, re, sys, time
 from pathlib import Path
 from benchmarks.scaling import embedder_for
@@ -186,6 +190,7 @@ def one_line_text(size: int, seed: int = 8) -> str:
 
 
 _BUILD_LARGE = """
+import index.cli
 import json, sys
 from benchmarks.embedders import HashingEmbedder
 from ingest.build import BuildSettings, build_index

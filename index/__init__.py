@@ -5,10 +5,19 @@
 >>> hits = idx.search("overage price", k=5)         # doctest: +SKIP
 """
 
-from index.reader import Index, open_index
-
 __version__ = "0.1.0"  # the package's version (pyproject.toml reads it from here)
 
-open = open_index  # noqa: A001 - `index.open(DIR)` is the documented entry point
-
 __all__ = ["Index", "__version__", "open", "open_index"]
+
+# `index.open(DIR)` is the documented entry point. The reader (and pyarrow with it) is imported
+# when first asked for, not with the package: the `spanindex` command chooses Arrow's memory pool
+# before anything imports pyarrow (index.cli).
+_READER_NAMES = {"Index": "Index", "open_index": "open_index", "open": "open_index"}
+
+
+def __getattr__(name: str):
+    if name in _READER_NAMES:
+        from index import reader
+
+        return getattr(reader, _READER_NAMES[name])
+    raise AttributeError(f"module 'index' has no attribute {name!r}")

@@ -4,12 +4,20 @@ prints results and maps errors to exit codes; the work happens in ingest/ and in
 
 from __future__ import annotations
 
-import argparse
-import sys
+import os
 
-from index.cli.registry import COMMANDS, EXIT_CANNOT_WRITE, EXIT_ERROR, EXIT_LOCKED, EXIT_OK, EXIT_USAGE
-from ingest.embed import Embedder
-from schemas.errors import AnswerFormatError, IndexLockedError, IndexWriteError, PasswordFileError, SpanindexError
+# Arrow allocates from the C library's malloc in this process and in the workers it starts
+# (they inherit the environment), unless the user chose a pool. Arrow reads this once, when
+# pyarrow is imported, so it is set before anything imports it; ingest.write.system_memory_pool
+# says why (a build's memory otherwise grows with its corpus: mimalloc keeps freed pages).
+os.environ.setdefault("ARROW_DEFAULT_MEMORY_POOL", "system")
+
+import argparse  # noqa: E402
+import sys  # noqa: E402
+
+from index.cli.registry import COMMANDS, EXIT_CANNOT_WRITE, EXIT_ERROR, EXIT_LOCKED, EXIT_OK, EXIT_USAGE  # noqa: E402
+from ingest.embed import Embedder  # noqa: E402
+from schemas.errors import AnswerFormatError, IndexLockedError, IndexWriteError, PasswordFileError, SpanindexError  # noqa: E402
 
 
 def main(argv: list[str] | None = None, *, embedder: Embedder | None = None) -> int:
