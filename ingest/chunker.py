@@ -513,9 +513,11 @@ class _BoundaryScores:
         self.strength = strength
         # A cut before token p whose slice holds exactly the tokens on its side: p begins a
         # word and shares no character with the token before it (the jamo of one Hangul
-        # syllable are several tokens with the same offsets).
+        # syllable are several tokens with the same offsets). A gap is not enough: BERT deletes
+        # control characters (U+0080..U+009F, NEL), so a word can run on across one.
         clean = np.ones(n + 1, dtype=bool)
-        clean[1:n] = (strength[1:n] >= 0) & (self.ends[:-1] <= self.starts[1:])
+        clean[1:n] = ((strength[1:n] >= 0) & (self.ends[:-1] <= self.starts[1:])
+                      & (tokens.word_ids[1:] != tokens.word_ids[:-1]))
         self._clean = clean
         # The boundaries of each strength as sorted lists, strongest first, made when first
         # needed (most windows hold a sentence end): a window's best boundaries are found by
