@@ -28,7 +28,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ingest.hidden import HiddenText
-from ingest.normalize import CONTROLS, Join, SliceNormalizer, changing_set, normalize
+from ingest.normalize import CONTROLS, PYTHON_SPACES, Join, SliceNormalizer, changing_set, normalize
 from schemas.errors import ChunkerError
 from schemas.records import Chunk, ChunkerSettings, HiddenRun, ParsedDocument
 
@@ -491,7 +491,6 @@ def _lookup(chars) -> np.ndarray:
 
 
 _SENTENCE_ENDS = _lookup(_SENTENCE_END)
-_SPACES = _lookup(c for c in map(chr, range(0x10000)) if c.isspace())  # what \s matches
 _CLOSES = _lookup(_CLOSERS)
 
 
@@ -582,7 +581,7 @@ _CHAR_KINDS = (
 
 # What a gap between tokens holds, a bit per kind of character (astral ones index U+FFFF: not a space).
 _NEWLINE, _LINE_BREAK_CHAR, _FORM_FEED, _NOT_SPACE = 1, 2, 4, 8
-_GAP_FLAGS = np.where(_SPACES, 0, _NOT_SPACE).astype(np.uint8)
+_GAP_FLAGS = np.where(PYTHON_SPACES, 0, _NOT_SPACE).astype(np.uint8)
 _GAP_FLAGS[0x0A] |= _NEWLINE | _LINE_BREAK_CHAR
 _GAP_FLAGS[0x0D] |= _LINE_BREAK_CHAR
 _GAP_FLAGS[0x0C] |= _FORM_FEED

@@ -398,6 +398,10 @@ def normalize(original: str) -> str:
     return " ".join(CONTROLS.sub(" ", text).split())
 
 
+# What str.split() splits at, over the BMP (no astral character is whitespace): index with
+# codes clipped to 0xFFFF.
+PYTHON_SPACES = np.array([chr(c).isspace() for c in range(0x10000)], dtype=bool)
+
 # Between the pieces that ``normalize_each`` normalises in one call: a noncharacter, which no
 # normalisation step touches or joins to a neighbour.
 _PIECE_SEPARATOR = "\uffff"
@@ -471,8 +475,27 @@ class SliceNormalizer:
                 shift += len(folded) + 2 - (hi - lo)
             self._shift_after.append(shift)
         parts.append(plain[at:])
-        self._replaced = "".join(parts)
+        self._collapse("".join(parts))
         self._clipped: dict[tuple[int, int], str] = {}
+
+    def _collapse(self, replaced: str) -> None:
+        """Keep the replaced text with its whitespace collapsed as ``str.split`` would (each run one
+        space), and the offsets of the spaces that collapsing drops: a slice's words are then one
+        substring of it, stripped of a space at either end, not a split and a join per slice.
+
+        Every whitespace character left in the replaced text is ASCII (the others lie in pieces
+        that normalising changes, and ``plain`` holds no control that is not a space)."""
+        codes = np.frombuffer(replaced.encode("utf-32-le", "surrogatepass"), dtype=np.uint32)
+        space = codes <= 0x20
+        dropped = np.flatnonzero(space[1:] & space[:-1]) + 1  # the second and later spaces of each run
+        self._dropped = dropped.tolist()
+        if not len(dropped) and not space.any():
+            self._collapsed = replaced
+            return
+        kept = np.ones(len(codes), dtype=bool)
+        kept[dropped] = False
+        collapsed = np.where(space, np.uint32(0x20), codes)[kept]
+        self._collapsed = collapsed.tobytes().decode("utf-32-le", "surrogatepass")
 
     def __call__(self, start: int, end: int) -> str:
         """``normalize(self.text[start:end])``."""
@@ -482,9 +505,16 @@ class SliceNormalizer:
         """``normalize(self.text[start:end])``, given its ``pieces``."""
         _, _, left, right = pieces
         inner_start, inner_end = left[1] if left else start, right[0] if right else end
-        inner = self._replaced[self._at(inner_start) : self._at(inner_end)] if inner_start < inner_end else ""
-        edges = (self.clipped(*left) if left else "", self.clipped(*right) if right else "")
-        return " ".join(f"{edges[0]} {inner} {edges[1]}".split())
+        inner = ""
+        if inner_start < inner_end:
+            at_start, at_end = self._at(inner_start), self._at(inner_end)
+            dropped = self._dropped
+            inner = self._collapsed[at_start - bisect.bisect_left(dropped, at_start) :
+                                    at_end - bisect.bisect_left(dropped, at_end)].strip(" ")
+        if not left and not right:
+            return inner
+        return " ".join(part for part in (self.clipped(*left) if left else "", inner,
+                                          self.clipped(*right) if right else "") if part)
 
     def pieces(self, start: int, end: int) -> SlicePieces:
         """The pieces within ``text[start:end]``: ``first .. last - 1`` lie in it whole; ``left``
