@@ -19,6 +19,7 @@ import bisect
 import functools
 import hashlib
 import itertools
+import operator
 import re
 import unicodedata
 import zlib
@@ -28,7 +29,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ingest.hidden import HiddenText
-from ingest.normalize import CONTROLS, PYTHON_SPACES, Join, SliceNormalizer, changing_set, normalize
+from ingest.normalize import CONTROLS, PYTHON_SPACES, Join, SliceNormalizer, changing_set, normalize, normalize_each
 from schemas.errors import ChunkerError
 from schemas.records import Chunk, ChunkerSettings, HiddenRun, ParsedDocument
 
@@ -137,6 +138,7 @@ def _segments(doc_text: str) -> list[tuple[int, int]]:
     return pieces
 
 
+_FIRST, _SECOND = operator.itemgetter(0), operator.itemgetter(1)
 TOKENIZE_CHARS = 65_536  # characters tokenized at a time (the tokenizer holds ~125 bytes a character)
 
 
@@ -162,7 +164,8 @@ def encode_in_pieces(text: str, tokenizer) -> TokenSpans:
     >>> tokens.starts.tolist(), tokens.ends.tolist(), tokens.word_ids.tolist()
     ([0, 6], [5, 11], [0, 1])
     """
-    offsets: list[np.ndarray] = []
+    starts: list[np.ndarray] = []
+    ends: list[np.ndarray] = []
     word_ids: list[np.ndarray] = []
     start, n, words = 0, len(text), 0
     while start < n:
@@ -172,20 +175,23 @@ def encode_in_pieces(text: str, tokenizer) -> TokenSpans:
             stop = found.end() if found else n
         encoding = tokenizer.encode(text[start:stop], add_special_tokens=False)
         count = len(encoding)
-        # Straight from the tokenizer's lists into arrays: no Python object per token survives.
-        piece_offsets = np.fromiter(itertools.chain.from_iterable(encoding.offsets), np.int64, 2 * count)
-        piece_words = np.fromiter(encoding.word_ids, np.int64, count)  # no special tokens: never None
         if count:
-            offsets.append(piece_offsets + start if start else piece_offsets)
+            # Straight from the tokenizer's lists into arrays: no Python object per token survives.
+            pairs = encoding.offsets
+            piece_starts = np.fromiter(map(_FIRST, pairs), np.int64, count)
+            piece_ends = np.fromiter(map(_SECOND, pairs), np.int64, count)
+            piece_words = np.fromiter(encoding.word_ids, np.int64, count)  # no special tokens: never None
+            starts.append(piece_starts + start if start else piece_starts)
+            ends.append(piece_ends + start if start else piece_ends)
             word_ids.append(piece_words + words if words else piece_words)
-            words += 1 + int(piece_words.max())
+            words += 1 + int(piece_words[-1])  # word ids rise with the tokens
         start = stop
-    if not offsets:
+    if not starts:
         empty = np.zeros(0, np.int64)
         return TokenSpans(empty, empty, empty)
-    spans = np.concatenate(offsets).reshape(-1, 2) if len(offsets) > 1 else offsets[0].reshape(-1, 2)
-    words_all = np.concatenate(word_ids) if len(word_ids) > 1 else word_ids[0]
-    return TokenSpans(spans[:, 0], spans[:, 1], words_all)
+    if len(starts) == 1:
+        return TokenSpans(starts[0], ends[0], word_ids[0])
+    return TokenSpans(np.concatenate(starts), np.concatenate(ends), np.concatenate(word_ids))
 
 
 def _chunk_segment(doc_text: str, tokenizer, settings: ChunkerSettings, budget: int) -> tuple[list[ChunkSpan], int]:
@@ -197,7 +203,7 @@ def _chunk_segment(doc_text: str, tokenizer, settings: ChunkerSettings, budget: 
     n = len(tokens)
     if n == 0:
         return [], 0
-    scores = _BoundaryScores(doc_text, slices.codes, tokens)
+    scores = _BoundaryScores(doc_text, slices.bmp, tokens)
     pieces = _ChangedPieces(slices, tokens.starts, tokenizer)
 
     spans: list[ChunkSpan] = []
@@ -283,31 +289,36 @@ class _ChangedPieces:
     def __init__(self, slices: SliceNormalizer, token_starts: np.ndarray, tokenizer) -> None:
         self.token_starts = token_starts
         self.slices = slices
-        doc_text = slices.text
+        self._tokenizer = tokenizer
         self._tokens_by_text: dict[str, int] = {}  # normalised piece -> its model tokens
         # Every whole piece's added tokens at once; 0, without asking the tokenizer, where no
         # character of it may change the count.
         los, his, folded = self.slices.los, self.slices.his, self.slices.folded
-        added = [0] * len(los)
-        codes = self.slices.codes
-        recount_chars_before = np.concatenate(
-            ([0], np.cumsum(_recount_table()[np.minimum(codes, 0xFFFF)] | (codes > 0xFFFF), dtype=np.int64))
-        )
-        may_change = (recount_chars_before[his] - recount_chars_before[los] > 0).tolist() if los else []
-        isolates_cjk = _isolates_cjk(tokenizer)
+        codes, changing = self.slices.codes, self.slices.changing
+        # the characters that may change the count: some of those that normalising may change
+        recount_at = changing[_recount_table()[self.slices.bmp[changing]] | (codes[changing] > 0xFFFF)]
+        self._isolates_cjk = _isolates_cjk(tokenizer)
+        joins = self.slices.joins
+        counted = np.ones(len(joins), dtype=bool)
+        if self._isolates_cjk and joins:
+            counted = ~_joins_keeping_count(codes, joins)
         # the joins that may change the count, by where they start
-        self._counted_joins = [(join.start, join.end) for join in self.slices.joins
-                               if not isolates_cjk or not _join_keeps_count(doc_text, join)]
-        for start, _ in self._counted_joins:
-            may_change[bisect.bisect_right(los, start) - 1] = True
-        self._counted_joins.sort()
-        self._recount_chars_before = recount_chars_before
-        recount = [k for k, text in enumerate(folded) if text is not None and may_change[k]]
-        if recount:
-            tokens = self.tokens_of([folded[k] for k in recount], tokenizer)
-            raw = self.raw_tokens([(los[k], his[k]) for k in recount])
-            for k, after, before in zip(recount, tokens, raw):
-                added[k] = after - before
+        self._counted_joins = sorted((join.start, join.end) for join, kept in zip(joins, counted.tolist()) if kept)
+        self._recount_at = recount_at.tolist()
+        # what makes a part of a piece worth counting: a character that may change the count, or
+        # the start of a join that may (sorted positions)
+        self._triggers = np.union1d(recount_at, np.array([start for start, _ in self._counted_joins], dtype=np.int64))
+        # where normalising joins a line-end hyphen to the letters on either side: no part ends there
+        hyphens = [(join.start - 1, join.end) for join in joins if join.after is None]
+        self._hyphen_zones = (np.array([lo for lo, _ in hyphens], dtype=np.int64),
+                              np.maximum.accumulate(np.array([hi for _, hi in hyphens], dtype=np.int64)))
+        added = [0] * len(los)
+        if los:
+            may_change = np.searchsorted(self._triggers, his) > np.searchsorted(self._triggers, los)
+            recount = [k for k in np.flatnonzero(may_change).tolist() if folded[k] is not None]
+            for k, extra in zip(recount, self._added_by_parts([(los[k], his[k]) for k in recount],
+                                                              [folded[k] for k in recount])):
+                added[k] = extra
         self._added_before = list(itertools.accumulate(added, initial=0))
         self._edge_added: dict[tuple[int, int], int] = {}  # part of a piece cut by a chunk's end -> added
 
@@ -327,14 +338,71 @@ class _ChangedPieces:
             else:
                 self._edge_added[lo, hi] = 0
         if recount:
-            tokens = self.tokens_of([self.slices.clipped(*edge) for edge in recount], tokenizer)
-            for edge, after, before in zip(recount, tokens, self.raw_tokens(recount)):
-                self._edge_added[edge] = after - before
+            added = self._added_by_parts(recount, [self.slices.clipped(*edge) for edge in recount])
+            self._edge_added.update(zip(recount, added))
+
+    def _added_by_parts(self, ranges: list[tuple[int, int]], normalized: list[str]) -> list[int]:
+        """Tokens that normalising adds to each ``text[lo:hi]`` (normalised: ``normalized``).
+
+        With a tokenizer that makes every Chinese character and punctuation mark a word of its
+        own (``_isolates_cjk``), a range's count is the sum of its parts' between such characters
+        where normalising keeps them as they are: only the parts holding something that may
+        change the count are tokenized again (in CJK text, pieces between ASCII spaces are
+        whole sentences; their parts are a few characters).
+        """
+        parts, owners = self._parts(ranges) if self._isolates_cjk else (ranges, list(range(len(ranges))))
+        whole = [(lo, hi) == ranges[k] for (lo, hi), k in zip(parts, owners)]
+        text = self.slices.text
+        fresh = [text[lo:hi] for (lo, hi), is_whole in zip(parts, whole) if not is_whole]
+        fresh_normalized = iter(normalize_each(list(dict.fromkeys(fresh))) if fresh else ())
+        by_text = dict(zip(dict.fromkeys(fresh), fresh_normalized))
+        part_texts = [normalized[k] if is_whole else by_text[text[lo:hi]]
+                      for (lo, hi), k, is_whole in zip(parts, owners, whole)]
+        added = [0] * len(ranges)
+        for k, after, before in zip(owners, self.tokens_of(part_texts, self._tokenizer), self.raw_tokens(parts)):
+            added[k] += after - before
+        return added
+
+    def _parts(self, ranges: list[tuple[int, int]]) -> tuple[list[tuple[int, int]], list[int]]:
+        """The parts of each range between characters at which token counts add up (a Chinese
+        character or punctuation mark that normalising keeps a word of its own), those that
+        may change the count, and the range each lies in."""
+        bounds = np.array(ranges, dtype=np.int64).reshape(-1, 2)
+        sizes = bounds[:, 1] - bounds[:, 0]
+        firsts = np.cumsum(sizes) - sizes
+        positions = np.repeat(bounds[:, 0] - firsts, sizes) + np.arange(int(sizes.sum()))
+        owner = np.repeat(np.arange(len(bounds)), sizes)
+        codes = self.slices.codes
+        split = _alone_table()[self.slices.bmp[positions]] & (codes[positions] <= 0xFFFF)
+        at = np.minimum(np.searchsorted(self._triggers, positions), max(len(self._triggers) - 1, 0))
+        if len(self._triggers):
+            split &= self._triggers[at] != positions  # kept as it is
+        following = np.minimum(positions + 1, len(codes) - 1)
+        split &= ~_attach_table()[self.slices.bmp[following]]  # no mark or invisible joins it
+        zone_starts, zone_ends = self._hyphen_zones
+        if len(zone_starts):
+            zone = np.searchsorted(zone_starts, positions, side="right") - 1
+            split &= ~((zone >= 0) & (positions <= zone_ends[np.maximum(zone, 0)]))
+        # parts: runs of the positions that are not split points, within one range
+        opens = np.zeros(len(positions), dtype=bool)
+        opens[firsts[sizes > 0]] = True
+        opens[1:] |= split[:-1]
+        part = np.cumsum(opens)
+        kept = ~split
+        if not kept.any():
+            return [], []
+        kept_positions, kept_parts = positions[kept], part[kept]
+        run_starts = np.flatnonzero(np.concatenate(([True], kept_parts[1:] != kept_parts[:-1])))
+        part_lo = kept_positions[run_starts]
+        part_hi = kept_positions[np.concatenate((run_starts[1:], [len(kept_positions)])) - 1] + 1
+        counts = np.searchsorted(self._triggers, part_hi) > np.searchsorted(self._triggers, part_lo)
+        return (list(zip(part_lo[counts].tolist(), part_hi[counts].tolist())),
+                owner[kept][run_starts][counts].tolist())
 
     def _may_change_count(self, lo: int, hi: int) -> bool:
         """Whether normalising ``text[lo:hi]`` (a part of a piece) may change its token count:
         it holds a character that may, or a whole join that may."""
-        if self._recount_chars_before[hi] > self._recount_chars_before[lo]:
+        if bisect.bisect_left(self._recount_at, lo) < bisect.bisect_left(self._recount_at, hi):
             return True
         joins = self._counted_joins
         return any(end <= hi for _, end in joins[bisect.bisect_left(joins, (lo,)) : bisect.bisect_left(joins, (hi,))])
@@ -376,12 +444,18 @@ def _recount_table() -> np.ndarray:
     return table
 
 
-def _join_keeps_count(doc_text: str, join: Join) -> bool:
-    """Whether a join that normalising makes leaves the model's tokens as they were:
-    whitespace between two CJK characters where one of them is a word of its own to the
-    tokenizer anyway (a Chinese character or punctuation; see ``_isolates_cjk``). A line-end
-    hyphen joins two words into one: never."""
-    return join.after is not None and (_alone_to_bert(doc_text[join.start]) or _alone_to_bert(doc_text[join.after]))
+def _joins_keeping_count(codes: np.ndarray, joins: list[Join]) -> np.ndarray:
+    """Per join, whether it leaves the model's tokens as they were: whitespace between two CJK
+    characters where one of them is a word of its own to the tokenizer anyway (a Chinese
+    character or punctuation; see ``_isolates_cjk``). A line-end hyphen joins two words into
+    one: never."""
+    between_cjk = np.array([join.after is not None for join in joins], dtype=bool)
+    sides = codes[np.array([(join.start, join.start if join.after is None else join.after) for join in joins],
+                           dtype=np.int64)]
+    alone = _alone_table()[np.minimum(sides, 0xFFFF)] & (sides <= 0xFFFF)
+    for row, column in zip(*np.nonzero(sides > 0xFFFF)):  # astral characters: rare, looked at one by one
+        alone[row, column] = _alone_to_bert(chr(sides[row, column]))
+    return between_cjk & alone.any(axis=1)
 
 
 # BERT's "Chinese characters": its normaliser puts spaces around each.
@@ -434,6 +508,23 @@ def _is_punctuation(char: str) -> bool:
 
 
 _ASCII_PUNCTUATION = frozenset("!\"#$%&'()*+,-./:;<=>?@[\\]^_`{|}~")
+
+
+@functools.cache
+def _alone_table() -> np.ndarray:
+    """``_alone_to_bert`` over the BMP (index with codes clipped to 0xFFFF; astral ones apart)."""
+    return np.array([_alone_to_bert(chr(code)) for code in range(0x10000)], dtype=bool)
+
+
+@functools.cache
+def _attach_table() -> np.ndarray:
+    """The characters that may join the one before them into one cluster, over the BMP: marks
+    and format characters (the invisible ones among them); U+FFFF, where astral characters
+    land, counts."""
+    table = np.array([unicodedata.category(chr(code))[0] == "M" or unicodedata.category(chr(code)) == "Cf"
+                      for code in range(0x10000)], dtype=bool)
+    table[0xFFFF] = True
+    return table
 
 
 def _fit_embed_text(normalized: str, tokenizer, max_tokens: int) -> tuple[str, int]:
@@ -501,14 +592,14 @@ class _BoundaryScores:
     Strengths are computed for every token at once; hashes only for the ties a cut has to break.
     """
 
-    def __init__(self, doc_text: str, codes: np.ndarray, tokens: TokenSpans) -> None:
+    def __init__(self, doc_text: str, bmp: np.ndarray, tokens: TokenSpans) -> None:
         n = len(tokens)
         self.starts, self.ends = tokens.starts, tokens.ends
         self._doc_text = doc_text
         strength = np.full(n + 1, INSIDE_WORD, dtype=np.int8)
         strength[n] = ATTACHED  # the end of the document, only ever chosen as the last cut
         if n > 1:
-            strength[1:n] = _strengths(doc_text, codes, self.starts, self.ends, tokens.word_ids)
+            strength[1:n] = _strengths(doc_text, bmp, self.starts, self.ends, tokens.word_ids)
         self.strength = strength
         # A cut before token p whose slice holds exactly the tokens on its side: p begins a
         # word and shares no character with the token before it (the jamo of one Hangul
@@ -547,14 +638,14 @@ class _BoundaryScores:
                 for p in boundaries]
 
 
-def _strengths(doc_text: str, codes: np.ndarray, starts: np.ndarray, ends: np.ndarray, word_ids: np.ndarray) -> np.ndarray:
-    """Boundary strength before tokens 1 .. n-1 (see the constants at the top)."""
+def _strengths(doc_text: str, bmp: np.ndarray, starts: np.ndarray, ends: np.ndarray, word_ids: np.ndarray) -> np.ndarray:
+    """Boundary strength before tokens 1 .. n-1 (see the constants at the top); ``bmp``: the
+    text's code points clipped to 0xFFFF."""
     prev_start, prev_end, next_start = starts[:-1], ends[:-1], starts[1:]
     inside = (word_ids[1:] == word_ids[:-1]) & (next_start == prev_end)
     has_gap = next_start > prev_end
-    bmp = np.minimum(codes, 0xFFFF)
     # The token's last character; a lone closing quote or bracket passes the test to the one before.
-    last = _CHAR_KINDS[bmp[(prev_end - 1) % len(codes)]]
+    last = _CHAR_KINDS[bmp[(prev_end - 1) % len(bmp)]]
     closer_alone = (last & _CLOSER).astype(bool) & (prev_end - prev_start == 1) & (prev_start > 0)
     before_closer = _CHAR_KINDS[bmp[np.maximum(prev_start - 1, 0)]]
     ends_sentence = (np.where(closer_alone, before_closer, last) & _SENTENCE_ENDER).astype(bool)

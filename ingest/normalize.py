@@ -214,10 +214,12 @@ def _char_kinds() -> np.ndarray:
     return kinds
 
 
-def _kinds(text: str) -> tuple[np.ndarray, np.ndarray]:
-    """The code points of ``text`` and their kinds."""
+def _kinds(text: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The code points of ``text``, the same clipped to 0xFFFF (to index tables over the BMP),
+    and their kinds."""
     codes = np.frombuffer(text.encode("utf-32-le", "surrogatepass"), dtype=np.uint32)
-    return codes, _char_kinds()[np.minimum(codes, 0xFFFF)]
+    bmp = np.minimum(codes, 0xFFFF)
+    return codes, bmp, _char_kinds()[bmp]
 
 
 def changing_pieces(text: str) -> list[tuple[int, int]]:
@@ -233,7 +235,8 @@ def changing_pieces(text: str) -> list[tuple[int, int]]:
     >>> changing_pieces("an e\\ufb03cient, ab-\\ncd way")
     [(3, 11), (12, 18)]
     """
-    return _changing_pieces(text, *_kinds(text))[0]
+    codes, _, kinds = _kinds(text)
+    return _changing_pieces(text, codes, kinds, np.flatnonzero(kinds & _CHANGING))[0]
 
 
 class Join(NamedTuple):
@@ -246,10 +249,11 @@ class Join(NamedTuple):
     after: int | None
 
 
-def _changing_pieces(text: str, codes: np.ndarray, kinds: np.ndarray) -> tuple[list[tuple[int, int]], list[Join]]:
+def _changing_pieces(
+    text: str, codes: np.ndarray, kinds: np.ndarray, hits: np.ndarray
+) -> tuple[list[tuple[int, int]], list[Join]]:
     """``changing_pieces``, and the spans where normalising joins words: a line-end hyphen,
-    or whitespace between two CJK characters."""
-    hits = np.flatnonzero(kinds & _CHANGING)
+    or whitespace between two CJK characters (``hits``: where the characters that may change are)."""
     joins = [Join(start, end, None) for start, end in _hyphen_breaks(text, kinds)]
     if _has_no_space_script(codes):
         joins += [Join(m.start(), m.end(), _INVISIBLE_RUN.match(text, m.end()).end())
@@ -451,10 +455,11 @@ class SliceNormalizer:
 
     def __init__(self, text: str) -> None:
         self.text = text
-        self.codes, kinds = _kinds(text)
+        self.codes, self.bmp, kinds = _kinds(text)
+        self.changing = np.flatnonzero(kinds & _CHANGING)  # where the characters that may change are
         # joins: the spans where normalising joins words (a line-end hyphen, a break between
         # two CJK characters), each inside one piece
-        spans, self.joins = _changing_pieces(text, self.codes, kinds)
+        spans, self.joins = _changing_pieces(text, self.codes, kinds, self.changing)
         self.has_controls = bool((kinds & _CONTROL).any())  # whether CONTROLS matches in it
         self.los = [lo for lo, _ in spans]
         self.his = [hi for _, hi in spans]
