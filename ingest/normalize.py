@@ -236,7 +236,7 @@ def changing_pieces(text: str) -> list[tuple[int, int]]:
     [(3, 11), (12, 18)]
     """
     codes, _, kinds = _kinds(text)
-    return _changing_pieces(text, codes, kinds, np.flatnonzero(kinds & _CHANGING))[0]
+    return _changing_pieces(text, codes, kinds, (kinds & _CHANGING).nonzero()[0], _has_no_space_script(codes))[0]
 
 
 class Join(NamedTuple):
@@ -250,40 +250,63 @@ class Join(NamedTuple):
 
 
 def _changing_pieces(
-    text: str, codes: np.ndarray, kinds: np.ndarray, hits: np.ndarray
+    text: str, codes: np.ndarray, kinds: np.ndarray, hits: np.ndarray, no_space_script: bool
 ) -> tuple[list[tuple[int, int]], list[Join]]:
     """``changing_pieces``, and the spans where normalising joins words: a line-end hyphen,
-    or whitespace between two CJK characters (``hits``: where the characters that may change are)."""
+    or whitespace between two CJK characters (``hits``: where the characters that may change
+    are; ``no_space_script``: whether the text holds CJK characters)."""
     joins = [Join(start, end, None) for start, end in _hyphen_breaks(text, kinds)]
-    if _has_no_space_script(codes):
-        joins += [Join(m.start(), m.end(), _INVISIBLE_RUN.match(text, m.end()).end())
-                  for m in _BETWEEN_NO_SPACE_SCRIPT.finditer(text)]
+    if no_space_script:
+        joins += [Join(start, end, _INVISIBLE_RUN.match(text, end).end()) for start, end in _cjk_breaks(text, codes)]
     starts, ends = hits, hits + 1
     if joins:
         spans = np.array([(join.start, join.end) for join in joins], dtype=np.int64)
         starts, ends = np.concatenate((starts, spans[:, 0])), np.concatenate((ends, spans[:, 1]))
     if not len(starts):
         return [], joins
-    order = np.argsort(starts, kind="stable")
+    order = starts.argsort(kind="stable")
     starts, ends = starts[order], ends[order]
     # Widen each to the separators around it (every control character is one, as a space).
     # Sentinels at both ends: a text's ends bound a span as a separator does.
-    separators = np.concatenate(([-1], np.flatnonzero(kinds & _SEPARATOR), [len(codes)]))
-    lo = separators[np.searchsorted(separators, starts) - 1] + 1
-    hi = separators[np.searchsorted(separators, ends)]
+    separators = np.concatenate(([-1], (kinds & _SEPARATOR).nonzero()[0], [len(kinds)]))
+    lo = separators[separators.searchsorted(starts) - 1] + 1
+    hi = separators[separators.searchsorted(ends)]
     # Merge spans that overlap or touch: a new one begins where it starts past all before it.
     reach = np.maximum.accumulate(hi)
     first = np.concatenate(([True], lo[1:] > reach[:-1]))
     group_lo = lo[first]
-    group_hi = np.maximum.reduceat(hi, np.flatnonzero(first))
+    group_hi = np.maximum.reduceat(hi, first.nonzero()[0])
     return list(zip(group_lo.tolist(), group_hi.tolist())), joins
+
+
+@functools.cache
+def _after_cjk() -> np.ndarray:
+    """What may follow a CJK character where whitespace after it is dropped: its marks and
+    invisible characters, or the whitespace (``_SPACE_RUN``), as a table over the BMP."""
+    after = re.compile(f"{_MARK_OR_INVISIBLE}|{_SPACE_RUN}")
+    return np.array([after.fullmatch(chr(code)) is not None for code in range(0x10000)], dtype=bool)
+
+
+def _cjk_breaks(text: str, codes: np.ndarray) -> list[tuple[int, int]]:
+    """The spans of ``_BETWEEN_NO_SPACE_SCRIPT`` in ``text``, as ``finditer`` gives them: the
+    pattern is tried only at a CJK character followed by whitespace, a mark or an invisible
+    character (the regex engine would try every character)."""
+    follows = _after_cjk()[np.minimum(codes[1:], 0xFFFF)].nonzero()[0]
+    before = codes[follows]
+    candidates = follows[np.searchsorted(_NO_SPACE_BOUNDS, before, side="right") % 2 == 1]
+    found, reached = [], 0
+    for at in candidates.tolist():
+        if at >= reached and (match := _BETWEEN_NO_SPACE_SCRIPT.match(text, at)):
+            found.append(match.span())
+            reached = match.end()
+    return found
 
 
 def _hyphen_breaks(text: str, kinds: np.ndarray) -> list[tuple[int, int]]:
     """The spans of ``_HYPHEN_BREAK`` in ``text``, as ``finditer`` gives them: the pattern is
     tried only at a hyphen followed by a blank or a line break (the regex engine would try
     every character)."""
-    candidates = np.flatnonzero((kinds[:-1] & _HYPHEN).astype(bool) & (kinds[1:] & _BLANK_OR_BREAK).astype(bool))
+    candidates = ((kinds[:-1] & _HYPHEN).astype(bool) & (kinds[1:] & _BLANK_OR_BREAK).astype(bool)).nonzero()[0]
     found, reached = [], 0
     for at in candidates.tolist():
         if at >= reached and (match := _HYPHEN_BREAK_RE.match(text, at)):
@@ -371,11 +394,11 @@ def _collapse_spaces(text: str, starts: np.ndarray, ends: np.ndarray) -> Normali
     repeat = is_space & np.concatenate(([False], is_space[:-1]))
     keep = ~repeat
     if repeat.any():
-        kept_idx = np.flatnonzero(keep)
-        owner = kept_idx[np.searchsorted(kept_idx, np.flatnonzero(repeat), side="right") - 1]
+        kept_idx = keep.nonzero()[0]
+        owner = kept_idx[kept_idx.searchsorted(repeat.nonzero()[0], side="right") - 1]
         np.maximum.at(ends, owner, ends[repeat])
     # Leading and trailing spaces vanish with their ranges.
-    kept_idx = np.flatnonzero(keep)
+    kept_idx = keep.nonzero()[0]
     if len(kept_idx) and is_space[kept_idx[0]]:
         keep[kept_idx[0]] = False
     if len(kept_idx) and is_space[kept_idx[-1]]:
@@ -456,10 +479,11 @@ class SliceNormalizer:
     def __init__(self, text: str) -> None:
         self.text = text
         self.codes, self.bmp, kinds = _kinds(text)
-        self.changing = np.flatnonzero(kinds & _CHANGING)  # where the characters that may change are
+        self.changing = (kinds & _CHANGING).nonzero()[0]  # where the characters that may change are
         # joins: the spans where normalising joins words (a line-end hyphen, a break between
         # two CJK characters), each inside one piece
-        spans, self.joins = _changing_pieces(text, self.codes, kinds, self.changing)
+        self.has_no_space_script = _has_no_space_script(self.codes)  # CJK characters
+        spans, self.joins = _changing_pieces(text, self.codes, kinds, self.changing, self.has_no_space_script)
         self.has_controls = bool((kinds & _CONTROL).any())  # whether CONTROLS matches in it
         self.los = [lo for lo, _ in spans]
         self.his = [hi for _, hi in spans]
@@ -492,7 +516,7 @@ class SliceNormalizer:
         that normalising changes, and ``plain`` holds no control that is not a space)."""
         codes = np.frombuffer(replaced.encode("utf-32-le", "surrogatepass"), dtype=np.uint32)
         space = codes <= 0x20
-        dropped = np.flatnonzero(space[1:] & space[:-1]) + 1  # the second and later spaces of each run
+        dropped = (space[1:] & space[:-1]).nonzero()[0] + 1  # the second and later spaces of each run
         self._dropped = dropped.tolist()
         if not len(dropped) and not space.any():
             self._collapsed = replaced
