@@ -229,3 +229,24 @@ def test_korean_is_cut_between_words_with_exact_token_counts(tokenizer):
         assert span.start == 0 or text[span.start - 1] == " ", text[span.start - 5 : span.start + 5]
         assert span.end == len(text) or text[span.end] == " ", text[span.end - 5 : span.end + 5]
         assert span.n_tokens == len(tokenizer.encode(span.embed_text).ids) <= 64
+
+
+# CJK text, where a piece between ASCII spaces is a whole sentence and its token count is the
+# sum of its parts between characters BERT makes a word of their own: kanji, kana (not
+# isolated), full-width letters and punctuation (NFKC folds them), marks and invisible
+# characters after a kanji, line breaks between kana (a join that changes the count) and
+# next to a kanji (one that does not), line-end hyphens next to a kanji, astral ideographs.
+_CJK_PIECES = ["日本", "語", "かな", "カタカナ", "ｶﾀｶﾅ", "。", "、", "「", "」", "（", "）", "！", "Ｓ", "１２", "ａｂ",
+               "\n", "\r\n", " ", "\u3000", "\u0301", "\u200b", "\u00ad", "-\n", "x-\n", "(", ")", "e\u0301", "\ufb01",
+               "\U00020000", "\u2026", "\uf900", "\u3231", "\u301c", "a"]
+cjk_documents = st.lists(st.sampled_from(_CJK_PIECES), max_size=200).map("".join)
+
+
+@settings(max_examples=examples(150), deadline=None)
+@given(cjk_documents)
+@example("か\n語")
+@example("語\nか\u0301\n語")
+@example("x-\n語。Ｓ")
+def test_cjk_token_counts_summed_over_parts_are_exact(tokenizer, text):
+    for settings_ in (SMALL, ChunkerSettings(max_tokens=16, overlap=4)):
+        _check_invariants(text, chunk_spans(text, tokenizer, settings_), settings_, tokenizer)
