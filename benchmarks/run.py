@@ -69,7 +69,8 @@ def bench_throughput(skip_model: bool) -> None:
     print("== the chunker against one tokenizer pass (real documents)")
     speed = chunker_speed.measure()
     report("chunker", speed, f"  {speed['documents']} documents, {speed['mb']} MB: chunker {speed['chunker_mb_per_s']} MB/s, "
-           f"tokenizer {speed['tokenizer_mb_per_s']} MB/s: {speed['chunker_vs_tokenizer']}x; "
+           f"tokenizer {speed['tokenizer_mb_per_s']} MB/s: {speed['chunker_vs_tokenizer']}x (the tokenizer in the "
+           f"chunker's calls of ~2,000 characters: {speed['tokenizer_in_pieces_vs_one_call']}x the time of one call a text); "
            f"exact slices {speed['exact_slices']:.0%}, chunks over the limit {speed['chunks_over_limit']}")
     if not skip_model:
         RESULTS.update(embedding.run())
