@@ -294,12 +294,7 @@ def _cjk_breaks(text: str, codes: np.ndarray) -> list[tuple[int, int]]:
     follows = _after_cjk()[np.minimum(codes[1:], 0xFFFF)].nonzero()[0]
     before = codes[follows]
     candidates = follows[np.searchsorted(_NO_SPACE_BOUNDS, before, side="right") % 2 == 1]
-    found, reached = [], 0
-    for at in candidates.tolist():
-        if at >= reached and (match := _BETWEEN_NO_SPACE_SCRIPT.match(text, at)):
-            found.append(match.span())
-            reached = match.end()
-    return found
+    return _matches_at(_BETWEEN_NO_SPACE_SCRIPT, text, candidates)
 
 
 def _hyphen_breaks(text: str, kinds: np.ndarray) -> list[tuple[int, int]]:
@@ -307,9 +302,15 @@ def _hyphen_breaks(text: str, kinds: np.ndarray) -> list[tuple[int, int]]:
     tried only at a hyphen followed by a blank or a line break (the regex engine would try
     every character)."""
     candidates = ((kinds[:-1] & _HYPHEN).astype(bool) & (kinds[1:] & _BLANK_OR_BREAK).astype(bool)).nonzero()[0]
+    return _matches_at(_HYPHEN_BREAK_RE, text, candidates)
+
+
+def _matches_at(pattern: re.Pattern, text: str, candidates: np.ndarray) -> list[tuple[int, int]]:
+    """The spans ``pattern.finditer(text)`` gives, where every match starts at one of the sorted
+    ``candidates``: the pattern is tried there only."""
     found, reached = [], 0
     for at in candidates.tolist():
-        if at >= reached and (match := _HYPHEN_BREAK_RE.match(text, at)):
+        if at >= reached and (match := pattern.match(text, at)):
             found.append(match.span())
             reached = match.end()
     return found
