@@ -29,7 +29,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ingest.hidden import HiddenText
-from ingest.normalize import CONTROLS, PYTHON_SPACES, Join, SliceNormalizer, changing_set, normalize, normalize_each
+from ingest.normalize import CONTROLS, Join, SliceNormalizer, changing_set, normalize, normalize_each
 from schemas.errors import ChunkerError
 from schemas.records import Chunk, ChunkerSettings, HiddenRun, ParsedDocument
 
@@ -381,9 +381,7 @@ class _ChangedPieces:
         owner = np.arange(len(bounds)).repeat(sizes)
         codes = self.slices.codes
         split = _alone_table()[self.slices.bmp[positions]] & (codes[positions] <= 0xFFFF)
-        at = np.minimum(self._triggers.searchsorted(positions), max(len(self._triggers) - 1, 0))
-        if len(self._triggers):
-            split &= self._triggers[at] != positions  # kept as it is
+        split &= ~np.isin(positions, self._triggers)  # kept as it is
         following = np.minimum(positions + 1, len(codes) - 1)
         split &= ~_attach_table()[self.slices.bmp[following]]  # no mark or invisible joins it
         zone_starts, zone_ends = self._hyphen_zones
@@ -589,6 +587,7 @@ def _lookup(chars) -> np.ndarray:
 
 
 _SENTENCE_ENDS = _lookup(_SENTENCE_END)
+_SPACES = _lookup(c for c in map(chr, range(0x10000)) if c.isspace())  # what \s matches
 _CLOSES = _lookup(_CLOSERS)
 
 
@@ -690,7 +689,7 @@ _CHAR_KINDS = (
 
 # What a gap between tokens holds, a bit per kind of character (astral ones index U+FFFF: not a space).
 _NEWLINE, _LINE_BREAK_CHAR, _FORM_FEED, _NOT_SPACE = 1, 2, 4, 8
-_GAP_FLAGS = np.where(PYTHON_SPACES, 0, _NOT_SPACE).astype(np.uint8)
+_GAP_FLAGS = np.where(_SPACES, 0, _NOT_SPACE).astype(np.uint8)
 _GAP_FLAGS[0x0A] |= _NEWLINE | _LINE_BREAK_CHAR
 _GAP_FLAGS[0x0D] |= _LINE_BREAK_CHAR
 _GAP_FLAGS[0x0C] |= _FORM_FEED

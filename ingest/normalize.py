@@ -235,8 +235,8 @@ def changing_pieces(text: str) -> list[tuple[int, int]]:
     >>> changing_pieces("an e\\ufb03cient, ab-\\ncd way")
     [(3, 11), (12, 18)]
     """
-    codes, _, kinds = _kinds(text)
-    return _changing_pieces(text, codes, kinds, (kinds & _CHANGING).nonzero()[0], _has_no_space_script(codes))[0]
+    codes, bmp, kinds = _kinds(text)
+    return _changing_pieces(text, codes, bmp, kinds, (kinds & _CHANGING).nonzero()[0], _has_no_space_script(codes))[0]
 
 
 class Join(NamedTuple):
@@ -250,14 +250,15 @@ class Join(NamedTuple):
 
 
 def _changing_pieces(
-    text: str, codes: np.ndarray, kinds: np.ndarray, hits: np.ndarray, no_space_script: bool
+    text: str, codes: np.ndarray, bmp: np.ndarray, kinds: np.ndarray, hits: np.ndarray, no_space_script: bool
 ) -> tuple[list[tuple[int, int]], list[Join]]:
     """``changing_pieces``, and the spans where normalising joins words: a line-end hyphen,
     or whitespace between two CJK characters (``hits``: where the characters that may change
     are; ``no_space_script``: whether the text holds CJK characters)."""
     joins = [Join(start, end, None) for start, end in _hyphen_breaks(text, kinds)]
     if no_space_script:
-        joins += [Join(start, end, _INVISIBLE_RUN.match(text, end).end()) for start, end in _cjk_breaks(text, codes)]
+        joins += [Join(start, end, _INVISIBLE_RUN.match(text, end).end())
+                  for start, end in _cjk_breaks(text, codes, bmp)]
     starts, ends = hits, hits + 1
     if joins:
         spans = np.array([(join.start, join.end) for join in joins], dtype=np.int64)
@@ -287,11 +288,11 @@ def _after_cjk() -> np.ndarray:
     return np.array([after.fullmatch(chr(code)) is not None for code in range(0x10000)], dtype=bool)
 
 
-def _cjk_breaks(text: str, codes: np.ndarray) -> list[tuple[int, int]]:
+def _cjk_breaks(text: str, codes: np.ndarray, bmp: np.ndarray) -> list[tuple[int, int]]:
     """The spans of ``_BETWEEN_NO_SPACE_SCRIPT`` in ``text``, as ``finditer`` gives them: the
     pattern is tried only at a CJK character followed by whitespace, a mark or an invisible
-    character (the regex engine would try every character)."""
-    follows = _after_cjk()[np.minimum(codes[1:], 0xFFFF)].nonzero()[0]
+    character (the regex engine would try every character); ``bmp``: ``codes`` clipped to 0xFFFF."""
+    follows = _after_cjk()[bmp[1:]].nonzero()[0]
     before = codes[follows]
     candidates = follows[np.searchsorted(_NO_SPACE_BOUNDS, before, side="right") % 2 == 1]
     return _matches_at(_BETWEEN_NO_SPACE_SCRIPT, text, candidates)
@@ -426,10 +427,6 @@ def normalize(original: str) -> str:
     return " ".join(CONTROLS.sub(" ", text).split())
 
 
-# What str.split() splits at, over the BMP (no astral character is whitespace): index with
-# codes clipped to 0xFFFF.
-PYTHON_SPACES = np.array([chr(c).isspace() for c in range(0x10000)], dtype=bool)
-
 # Between the pieces that ``normalize_each`` normalises in one call: a noncharacter, which no
 # normalisation step touches or joins to a neighbour.
 _PIECE_SEPARATOR = "\uffff"
@@ -484,7 +481,7 @@ class SliceNormalizer:
         # joins: the spans where normalising joins words (a line-end hyphen, a break between
         # two CJK characters), each inside one piece
         self.has_no_space_script = _has_no_space_script(self.codes)  # CJK characters
-        spans, self.joins = _changing_pieces(text, self.codes, kinds, self.changing, self.has_no_space_script)
+        spans, self.joins = _changing_pieces(text, self.codes, self.bmp, kinds, self.changing, self.has_no_space_script)
         self.has_controls = bool((kinds & _CONTROL).any())  # whether CONTROLS matches in it
         self.los = [lo for lo, _ in spans]
         self.his = [hi for _, hi in spans]
