@@ -46,7 +46,7 @@ def prepare(folder: Path) -> None:
     _restore_float32(model)
     texts = chunk_texts()
     (folder / "texts.json").write_text(json.dumps(texts), encoding="utf-8")
-    vectors = _embed_all(make_embedder(_model_info(model), device="cpu"), texts)
+    vectors = _embed_all(make_embedder(resolve_model(model), device="cpu"), texts)
     np.save(folder / "cpu-vectors.npy", vectors.astype(np.float32))
     (model / _WEIGHTS).unlink()  # remade from the float16 file where the benchmark runs
     print(f"{folder}: {len(texts)} texts, model {sum(f.stat().st_size for f in model.rglob('*') if f.is_file()) / 1e6:.1f} MB")
@@ -58,12 +58,6 @@ def _restore_float32(model: Path) -> None:
 
     halves = load_file(str(model / "weights-f16.safetensors"))
     save_file({name: array.astype(np.float32) for name, array in halves.items()}, str(model / _WEIGHTS))
-
-
-def _model_info(model: Path):
-    from ingest.model import resolve_model
-
-    return resolve_model(model)
 
 
 def _embed_all(embedder, texts: list[str]) -> np.ndarray:
@@ -90,13 +84,14 @@ def run(folder: Path, chunks: int, cpu_chunks: int) -> dict:
     import torch
 
     from ingest.backends import make_embedder
+    from ingest.model import resolve_model
 
     model = folder / "model"
     if not (model / _WEIGHTS).is_file():
         _restore_float32(model)
     texts = json.loads((folder / "texts.json").read_text(encoding="utf-8"))
     many = (texts * (chunks // len(texts) + 1))[:chunks]
-    info = _model_info(model)
+    info = resolve_model(model)
     result: dict = {"texts": len(texts), "chunks": chunks, "torch": torch.__version__,
                     "gpu": torch.cuda.get_device_name(0) if torch.cuda.is_available() else None,
                     "cpu_cores": os.cpu_count()}
