@@ -87,7 +87,7 @@ def real_vectors() -> tuple[np.ndarray, np.ndarray]:
     if cached.is_file():
         data = np.load(cached)
         return data["chunks"], data["queries"]
-    from ingest.embed_onnx import OnnxEmbedder
+    from ingest.embed.onnx_backend import OnnxEmbedder
 
     embedder = OnnxEmbedder()  # fp32: the torch model's vectors to 1e-6, faster
     chunks, query_vectors = embedder.embed(texts), embedder.embed(queries)
@@ -153,7 +153,7 @@ def _describe(real, base, queries, truth) -> None:
 def candidates(base: np.ndarray, queries: np.ndarray, truth: np.ndarray) -> list[dict]:
     import faiss
 
-    from ingest.faiss_index import nlist_for, training_sample
+    from ingest.store.faiss_index import nlist_for, training_sample
 
     n, dim = base.shape
     nlist = nlist_for(n)
@@ -237,7 +237,7 @@ def _print_row(r: dict) -> None:
 
 def incremental(base: np.ndarray, queries: np.ndarray, n: int) -> None:
     """Five 40-chunk documents changed in an index of ``n``: update in place vs build anew."""
-    from ingest.faiss_index import build_ann, id_changes, plan_index, update_ann
+    from ingest.store.faiss_index import build_ann, id_changes, plan_index, update_ann
 
     plan = plan_index(n)
     started = time.perf_counter()

@@ -22,8 +22,8 @@ from benchmarks.corpus import document_texts
 
 
 def measure(rounds: int = 5) -> dict:
-    from ingest.chunker import chunk_spans, encode_in_pieces
-    from ingest.model import load_tokenizer, resolve_model
+    from ingest.embed.model import load_tokenizer, resolve_model
+    from ingest.text.chunker import chunk_spans, encode_in_pieces
     from schemas.records import ChunkerSettings
 
     texts = [d.text for d in document_texts()]
@@ -44,7 +44,7 @@ def measure(rounds: int = 5) -> dict:
         for text in texts:  # the same pass as the chunker makes it: in calls of ~2,000 characters
             encode_in_pieces(text, tokenizer)
         pieces_s.append(time.process_time() - started)
-    from ingest.chunker import embed_text
+    from ingest.text.chunker import embed_text
 
     flat = [(t, s) for t, ss in zip(texts, spans) for s in ss]
     total = len(flat)
@@ -79,8 +79,8 @@ def main() -> None:
         import cProfile
         import pstats
 
-        from ingest.chunker import chunk_spans
-        from ingest.model import load_tokenizer, resolve_model
+        from ingest.embed.model import load_tokenizer, resolve_model
+        from ingest.text.chunker import chunk_spans
         from schemas.records import ChunkerSettings
 
         texts = [d.text for d in document_texts()]

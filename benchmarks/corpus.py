@@ -41,7 +41,7 @@ def corpus_folders() -> list[tuple[str, Path]]:
 def document_texts() -> list[CorpusText]:
     """The text of every document that parses with text (failures and empty ones left out)."""
     from ingest.corpus import discover
-    from ingest.parse import PARSER_VERSION, media_type_of, parse_document
+    from ingest.formats.parse import PARSER_VERSION, media_type_of, parse_document
     from schemas.records import DocStatus, HiddenReason, HiddenRun
 
     cache_dir = CACHE / "texts"
@@ -72,8 +72,8 @@ def document_texts() -> list[CorpusText]:
 
 def chunk_texts(texts: list[CorpusText] | None = None) -> list[str]:
     """The normalised chunk texts the model embeds for those documents, in corpus order."""
-    from ingest.chunker import chunk_spans
-    from ingest.model import load_tokenizer, resolve_model
+    from ingest.embed.model import load_tokenizer, resolve_model
+    from ingest.text.chunker import chunk_spans
     from schemas.records import ChunkerSettings
 
     tokenizer = load_tokenizer(resolve_model())

@@ -38,8 +38,8 @@ def queries() -> list[str]:
 
 
 def run(why: bool = False, limit: int | None = None) -> dict:
-    from ingest.embed import SentenceTransformerEmbedder
-    from ingest.embed_onnx import OnnxEmbedder
+    from ingest.embed.embedder import SentenceTransformerEmbedder
+    from ingest.embed.onnx_backend import OnnxEmbedder
     from schemas.embedding import EmbedBackend
 
     texts = chunk_texts()[:limit]
@@ -102,7 +102,7 @@ def _why(onnx_embedder, texts: list[str]) -> None:
     """ONNX Runtime variants on 192 chunks, round-robin, two rounds: what the speed depends on."""
     import onnxruntime as ort
 
-    from ingest.embed_onnx import OUTPUT
+    from ingest.embed.onnx_backend import OUTPUT
 
     sample = texts[:: max(1, len(texts) // 192)][:192]
     tokenizer = onnx_embedder._tokenizer

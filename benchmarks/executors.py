@@ -55,11 +55,11 @@ if skip_model == "1":
     embedder = doubles.HashingEmbedder()
 if kind == "ray":
     import ray
-    from ingest.ray_executor import RayExecutor, RaySettings
+    from ingest.run.ray_driver import RayExecutor, RaySettings
     ray.cloudpickle.register_pickle_by_value(sys.modules["doubles"]) if embedder else None
     executor = RayExecutor(RaySettings())
 else:
-    from ingest.executors import LocalExecutor
+    from ingest.run.executors import LocalExecutor
     executor = LocalExecutor()
 with executor:
     ready = time.perf_counter()

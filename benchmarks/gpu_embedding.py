@@ -34,8 +34,8 @@ def prepare(folder: Path) -> None:
     from safetensors.numpy import load_file, save_file
 
     from benchmarks.corpus import chunk_texts
-    from ingest.backends import make_embedder
-    from ingest.model import resolve_model
+    from ingest.embed.backends import make_embedder
+    from ingest.embed.model import resolve_model
 
     folder.mkdir(parents=True, exist_ok=True)
     source = resolve_model().path
@@ -83,8 +83,8 @@ def _throughput(embedder, texts: list[str], batch: int, device: str) -> float:
 def run(folder: Path, chunks: int, cpu_chunks: int) -> dict:
     import torch
 
-    from ingest.backends import make_embedder
-    from ingest.model import resolve_model
+    from ingest.embed.backends import make_embedder
+    from ingest.embed.model import resolve_model
 
     model = folder / "model"
     if not (model / _WEIGHTS).is_file():

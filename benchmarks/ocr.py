@@ -52,9 +52,9 @@ class PageReport:
 
 def evaluate(path: Path, pages: list[int], tokenizer, dpi: int = 200, languages: str = "eng") -> tuple[list[PageReport], float]:
     """Reports for ``pages`` of ``path``, and the seconds OCR took for them (rendering included)."""
-    from index.match import match_quote
-    from ingest.chunker import chunk_spans
-    from ingest.pdf import OcrSettings, parse_pdf
+    from index.citations.match import match_quote
+    from ingest.text.chunker import chunk_spans
+    from ingest.formats.pdf.parser import OcrSettings, parse_pdf
     from schemas.citations import CitationStatus
     from schemas.records import ChunkerSettings, OcrMode
 
@@ -91,7 +91,7 @@ def evaluate(path: Path, pages: list[int], tokenizer, dpi: int = 200, languages:
 
 def run(dpi: int = 200, languages: str = "eng", progress=print) -> dict:
     """Every clean English page that exists here: per-page reports and the totals."""
-    from ingest.model import load_tokenizer, resolve_model
+    from ingest.embed.model import load_tokenizer, resolve_model
 
     tokenizer = load_tokenizer(resolve_model())
     reports: list[PageReport] = []

@@ -33,7 +33,7 @@ def main() -> None:
     sys.path.insert(0, str(ROOT))
     work = Path(tempfile.mkdtemp(prefix="spanindex-bench-"))
     try:
-        from ingest.embed import SentenceTransformerEmbedder
+        from ingest.embed.embedder import SentenceTransformerEmbedder
 
         corpus = SHARED if SHARED.is_dir() else SAMPLE
         embedder = _test_embedder() if args.skip_model else SentenceTransformerEmbedder()
@@ -97,7 +97,7 @@ def _test_embedder():
 def bench_ocr() -> None:
     """Born-digital pages rendered to image-only PDFs, read back by OCR: accuracy, placement, speed."""
     from benchmarks.ocr import run
-    from ingest.ocr import find_tesseract
+    from ingest.formats.pdf.tesseract import find_tesseract
     from schemas.errors import OcrError
 
     print("== OCR (pages rendered at 200 dpi, read back by Tesseract)")
@@ -129,7 +129,7 @@ def bench_parse(corpus: Path) -> None:
     """Our PDF parser against PyMuPDF's plain rawdict extraction of the same pages."""
     import pymupdf
 
-    from ingest.pdf import parse_pdf
+    from ingest.formats.pdf.parser import parse_pdf
 
     print("== parsing")
     pdfs = sorted((corpus).rglob("*.pdf"))
@@ -149,7 +149,7 @@ def bench_parse(corpus: Path) -> None:
                 page.get_text("rawdict")
                 pages += 1
     raw_seconds = time.perf_counter() - started
-    from ingest.pdf import TEXT_FLAGS
+    from ingest.formats.pdf.parser import TEXT_FLAGS
 
     started = time.perf_counter()
     for data in readable:
@@ -195,7 +195,7 @@ def bench_build(corpus: Path, work: Path, embedder) -> tuple[Path, float]:
 
 def bench_verify(index_dir: Path, work: Path) -> None:
     import index
-    from index.verify import Verifier
+    from index.citations.verify import Verifier
     from schemas.citations import Support
 
     print("== verification")
@@ -254,9 +254,9 @@ def bench_reindex(corpus: Path, index_dir: Path, full_seconds: float, work: Path
 
 def bench_chunk_stability() -> None:
     """Insert one paragraph near the start of a 50-page document: how many chunks keep their text."""
-    from ingest.chunker import chunk_spans
-    from ingest.model import load_tokenizer, resolve_model
-    from ingest.pdf import parse_pdf
+    from ingest.embed.model import load_tokenizer, resolve_model
+    from ingest.formats.pdf.parser import parse_pdf
+    from ingest.text.chunker import chunk_spans
     from schemas.records import ChunkerSettings
 
     print("== chunk stability")
@@ -287,8 +287,8 @@ def bench_chunk_stability() -> None:
 _CHUNK_ONE_FILE = """
 import re, sys, time
 from pathlib import Path
-from ingest.chunker import chunk_spans
-from ingest.model import load_tokenizer, resolve_model
+from ingest.text.chunker import chunk_spans
+from ingest.embed.model import load_tokenizer, resolve_model
 from schemas.records import ChunkerSettings
 def peak_kb():
     return int(re.search(r"VmHWM:\\s+(\\d+)", Path("/proc/self/status").read_text()).group(1))

@@ -124,8 +124,8 @@ def embedder_for(backend: str):
         from benchmarks.embedders import HashingEmbedder
 
         return HashingEmbedder(dim=384)
-    from ingest.executors import LocalExecutor
-    from ingest.model import resolve_model
+    from ingest.embed.model import resolve_model
+    from ingest.run.executors import LocalExecutor
     from schemas.embedding import EmbedBackend
 
     with LocalExecutor().embedding(resolve_model(), None, EmbedBackend(backend)) as embedder:
@@ -269,10 +269,10 @@ import json, resource, sys, time
 from pathlib import Path
 from ingest.build import BuildSettings
 from ingest.corpus import discover
-from ingest.model import resolve_model
-from ingest.ocr import resolve_ocr
-from ingest.parse import media_type_of
-from ingest.worker import FileJob, WorkerSettings, init_worker, process_file
+from ingest.embed.model import resolve_model
+from ingest.formats.pdf.tesseract import resolve_ocr
+from ingest.formats.parse import media_type_of
+from ingest.run.worker import FileJob, WorkerSettings, init_worker, process_file
 settings = BuildSettings()
 init_worker(WorkerSettings(model=resolve_model(), chunker=settings.chunker, index_root=None,
                            max_file_bytes=settings.max_file_mb * 1024 * 1024, ocr=resolve_ocr(settings.ocr)[0]))

@@ -195,7 +195,7 @@ def _text(gen: Generation, doc_version: str) -> str | None:
 
 def _lexical(gen: Generation) -> list[Fault]:
     """The lexical table is the BM25 table of exactly these chunks, built by this tokenizer."""
-    from ingest.lexical import TOKENIZER_VERSION, lexical_table, lexical_texts
+    from ingest.store import TOKENIZER_VERSION, lexical_table, lexical_texts
 
     if not gen.has_lexical:
         return []

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from index.locate import PdfCharMap
+from index.citations.locate import PdfCharMap
 from index.reader import Index
 from schemas.errors import SpanindexError
 from schemas.records import Chunk, MediaType, Rect

@@ -24,8 +24,8 @@ from pathlib import Path
 
 import pyarrow as pa
 
-from index.locate import HtmlSourceMap, PdfCharMap
-from ingest.hidden import HiddenText
+from index.citations.locate import HtmlSourceMap, PdfCharMap
+from ingest.text import HiddenText
 from index.store import Generation, open_generation, read_text_file
 from ingest.embed import Embedder
 from schemas.errors import IndexFormatError
@@ -115,7 +115,7 @@ class Index:
         self._maps: collections.OrderedDict[tuple[str, str], object] = collections.OrderedDict()
         self._lexical = None
         if self._injected is not None:
-            from index.search import check_embedder
+            from index.search.modes import check_embedder
 
             self._embedder = check_embedder(self._injected, self.manifest)
         elif previous is None or (previous.model_id, previous.model_path) != (self.manifest.model_id, self.manifest.model_path):
@@ -337,17 +337,17 @@ class Index:
         """The ``k`` best chunks for ``query``, best first.
 
         ``mode``: ``dense`` (embeddings), ``lexical`` (BM25) or ``hybrid`` (both, fused by
-        reciprocal rank); None: ``index.search.DEFAULT_MODE`` (dense for a generation built
+        reciprocal rank); None: ``index.search.modes.DEFAULT_MODE`` (dense for a generation built
         before the lexical index). A lexical search never loads the embedding model.
         """
-        from index.search import search
+        from index.search.modes import search
 
         return search(self, query, k, mode)
 
     def lexical(self):
         """The BM25 index of this generation (read once, on first lexical search)."""
         if self._lexical is None:
-            from index.lexical import LexicalIndex
+            from index.search.lexical import LexicalIndex
 
             lexical = LexicalIndex(self.generation.lexical_table(), str(self.generation.dir))
             if lexical.n_chunks != self.n_chunks:
@@ -359,7 +359,7 @@ class Index:
     def embedder(self) -> Embedder:
         """The model this index was built with: the one passed in, or loaded once on first search."""
         if self._embedder is None:
-            from index.search import load_embedder
+            from index.search.modes import load_embedder
 
             self._embedder = load_embedder(self.manifest)
         return self._embedder

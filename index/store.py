@@ -91,7 +91,7 @@ class Generation:
         if self._faiss is None:
             import faiss
 
-            from ingest.faiss_index import apply_search_params
+            from ingest.store import apply_search_params
 
             serialized = np.frombuffer(_whole(self._files[FAISS_FILE]), dtype=np.uint8)
             index = faiss.deserialize_index(serialized)

@@ -3,7 +3,7 @@
 Documents stream through: workers parse and chunk while this process embeds
 and writes, and at most a few documents per worker are in flight, so memory is
 bounded by the batch rather than the corpus. Where the workers and the
-embedder run is the executor's business (``ingest.executors``: this machine's
+embedder run is the executor's business (``ingest.run.executors``: this machine's
 process pool, or a Ray cluster); this process alone writes the index. Against a live generation the
 build is incremental: an unchanged file is carried over without parsing, and a
 chunk whose normalised text was embedded before is never embedded again.
@@ -25,21 +25,21 @@ import pyarrow.compute as pc
 
 from ingest.corpus import CorpusFile, SkippedFile, discover
 from ingest.embed import Embedder, VectorQueue
-from ingest.executors import Executor, LocalExecutor
-from ingest.faiss_index import build_ann, check_factory, id_changes, plan_index, update_ann, update_reason
-from ingest.html_layout import LayoutError, LayoutStats, close_shared_browser, layout_engine
-from ingest.lock import BuildLock
-from ingest.model import ModelInfo, resolve_model
-from ingest.ocr import describe, resolve_ocr
-from ingest.normalize import NORMALIZER_VERSION
-from ingest.parse import PARSER_VERSION, media_type_of
-from ingest.passwords import Passwords
-from ingest.publish import fsync_dir, publish, write_failure
-from ingest.retention import collect_garbage, retire_generations
-from ingest.reuse import LiveGeneration, carry_over
-from ingest.spill import SPILL_FOLDER, read_spill
-from ingest.worker import EMBED_TEXT, DocResult, FileJob, WorkerSettings
-from ingest.write import GenerationWriter, system_memory_pool
+from ingest.run import Executor, LocalExecutor
+from ingest.store import build_ann, check_factory, id_changes, plan_index, update_ann, update_reason
+from ingest.formats import LayoutError, LayoutStats, close_shared_browser, layout_engine
+from ingest.store import BuildLock
+from ingest.embed import ModelInfo, resolve_model
+from ingest.formats import describe, resolve_ocr
+from ingest.text import NORMALIZER_VERSION
+from ingest.formats import PARSER_VERSION, media_type_of
+from ingest.formats import Passwords
+from ingest.store import fsync_dir, publish, write_failure
+from ingest.store import collect_garbage, retire_generations
+from ingest.store import LiveGeneration, carry_over
+from ingest.store import SPILL_FOLDER, read_spill
+from ingest.run import EMBED_TEXT, DocResult, FileJob, WorkerSettings
+from ingest.store import GenerationWriter, system_memory_pool
 from schemas.ann import AUTO_FACTORY
 from schemas.embedding import Device, EmbedBackend
 from schemas.errors import CorpusError
@@ -53,7 +53,7 @@ from schemas.tables import FORMAT_VERSION
 class BuildSettings:
     chunker: ChunkerSettings = ChunkerSettings()
     model: str | None = None  # a local sentence-transformers folder; None: the packaged MiniLM
-    embed_backend: EmbedBackend = EmbedBackend.TORCH  # what runs the model (see ingest.backends)
+    embed_backend: EmbedBackend = EmbedBackend.TORCH  # what runs the model (see ingest.embed.backends)
     device: Device = Device.AUTO  # where: CUDA when torch sees a GPU, else the CPU
     faiss_factory: str = AUTO_FACTORY  # exact search up to 50k vectors, an inverted file above
     workers: int = 0  # the local executor's: 0: one per core; 1: everything in this process

@@ -32,7 +32,7 @@ import stat
 from dataclasses import dataclass
 from pathlib import Path
 
-from ingest.parse import media_type_of
+from ingest.formats import media_type_of
 from schemas.errors import CorpusError
 from schemas.records import SkipReason
 

@@ -11,7 +11,7 @@ INDEX/
   sources/<sha256>.decrypted.pdf  a PDF opened with a password, without encryption: what the viewer renders
 ```
 
-The names are the contract: ``ingest`` writes these files (``ingest.publish``),
+The names are the contract: ``ingest`` writes these files (``ingest.store.publish``),
 ``index`` reads them (``index.store``). Neither spells a file name itself.
 """
 

@@ -91,7 +91,7 @@ PDF_CHARS = pa.schema(
 )
 
 # The same shape as pdf_chars: per-character boxes of the browser layout of an HTML page
-# (CSS px, relative to the top of their page of HTML_PAGE_HEIGHT; see ingest.html_layout).
+# (CSS px, relative to the top of their page of HTML_PAGE_HEIGHT; see ingest.formats.html.layout).
 HTML_BOXES = PDF_CHARS
 HTML_PAGE_WIDTH = 1280  # CSS px: the width the browser lays HTML pages out at
 HTML_PAGE_HEIGHT = 1600  # CSS px: the height of the pages its layout is cut into
@@ -124,7 +124,7 @@ HTML_MAP = pa.schema(
     ]
 )
 
-# BM25 postings, one row per token (ingest.lexical writes it, index.lexical reads it):
+# BM25 postings, one row per token (ingest.store.lexical writes it, index.search.lexical reads it):
 # the chunks (vector_ids) that hold the token, and its BM25 weight in each.
 LEXICAL = pa.schema(
     [

@@ -94,7 +94,7 @@ def hostile_marker(item):
 
 
 # Doctests that load the real embedding model: slow, like the tests that do.
-REAL_MODEL_DOCTESTS = {"ingest.embed.SentenceTransformerEmbedder"}
+REAL_MODEL_DOCTESTS = {"ingest.embed.embedder.SentenceTransformerEmbedder"}
 
 
 def pytest_collection_modifyitems(items):
@@ -147,14 +147,14 @@ def chunk_with(idx, doc_id: str, quote: str) -> str:
 
 @pytest.fixture(scope="session")
 def tokenizer():
-    from ingest.model import load_tokenizer, resolve_model
+    from ingest.embed.model import load_tokenizer, resolve_model
 
     return load_tokenizer(resolve_model())
 
 
 @pytest.fixture(scope="session")
 def real_embedder():
-    from ingest.embed import SentenceTransformerEmbedder
+    from ingest.embed.embedder import SentenceTransformerEmbedder
 
     return SentenceTransformerEmbedder()
 

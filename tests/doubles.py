@@ -39,7 +39,7 @@ class HashingEmbedder:
 
 
 def process_source_failing_on_marked_files(job, source: bytes):
-    """``ingest.worker.process_source``, except on files named for a failure (for Ray's tasks).
+    """``ingest.run.worker.process_source``, except on files named for a failure (for Ray's tasks).
 
     *crash*: the process dies, as a native crash inside a parser takes it down;
     *hang*: it never returns, as a parser stuck in a loop; *othernode*: the task
@@ -48,7 +48,7 @@ def process_source_failing_on_marked_files(job, source: bytes):
     import os
     import time
 
-    from ingest.worker import process_source
+    from ingest.run.worker import process_source
     from schemas.errors import ClusterError
 
     if "crash" in job.doc_id:

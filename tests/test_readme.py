@@ -38,7 +38,7 @@ def _options_by_command() -> dict[str, dict[str, object]]:
 
 
 def test_options_shared_by_commands_are_spelled_documented_and_defaulted_alike():
-    from index.match import DEFAULT_MIN_QUOTE_CHARS
+    from index.citations.match import DEFAULT_MIN_QUOTE_CHARS
     from index.viewer.page_images import DEFAULT_ZOOM
 
     shared: dict[str, list] = {}

@@ -14,7 +14,7 @@ import sys
 import pytest
 
 import index
-from index.anthropic_format import search_result_blocks
+from index.citations.anthropic_format import search_result_blocks
 from schemas.citations import CitationStatus
 
 from conftest import ROOT

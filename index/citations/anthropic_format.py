@@ -35,9 +35,9 @@ import re
 from pathlib import Path
 from urllib.parse import urldefrag
 
-from index.fragments import text_fragment
-from index.hit_links import hit_link
-from index.match import DEFAULT_MIN_QUOTE_CHARS
+from index.citations.fragments import text_fragment
+from index.citations.match import DEFAULT_MIN_QUOTE_CHARS
+from index.search.hit_links import hit_link
 from schemas.answer_json import parse_answer, read_answer_bytes
 from schemas.citations import Answer, ClaimRecord, Policy, VerifySummary
 from schemas.errors import AnswerFormatError
@@ -246,7 +246,7 @@ def verify_message(
 
     >>> records, summary = verify_message(idx, json.load(open("response.json")))   # doctest: +SKIP
     """
-    from index.verify import verify_answer
+    from index.citations.verify import verify_answer
 
     answer, cited = answer_from_message(index, raw, where, limits)
     records, summary = verify_answer(index, answer, policy=policy, min_quote_chars=min_quote_chars)

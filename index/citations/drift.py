@@ -20,9 +20,9 @@ from dataclasses import dataclass
 
 from rapidfuzz import fuzz
 
-from index.match import FUZZY_THRESHOLD, best_window, numbers_kept
+from index.citations.match import FUZZY_THRESHOLD, best_window, numbers_kept
+from index.citations.verify import Verifier
 from index.reader import Index, on_one_generation
-from index.verify import Verifier
 from schemas.citations import Citation, CitationStatus, ClaimRecord, DriftStatus
 from schemas.records import Chunk, DocStatus
 

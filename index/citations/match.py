@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from rapidfuzz import fuzz
 from rapidfuzz.distance import Indel
 
-from ingest.normalize import NormalizedText, is_no_space_script, normalize, normalize_with_map
+from ingest.text import NormalizedText, is_no_space_script, normalize, normalize_with_map
 from schemas.citations import CitationStatus
 
 DEFAULT_MIN_QUOTE_CHARS = 12

@@ -1,7 +1,7 @@
 """Verify a model's citations and locate them in their sources.
 
 Each support ``{chunk_id, quote}`` becomes a Citation: the quote matched in
-the chunk it names (index.match), then placed in the document: absolute
+the chunk it names (index.citations.match), then placed in the document: absolute
 offsets, page, page label and line rectangles for PDF, decoded-source range
 and a text fragment for HTML, prefix and suffix for later repair.
 
@@ -14,8 +14,8 @@ import collections
 import dataclasses
 from collections.abc import Iterable
 
-from index.fragments import context, pdf_locator, text_fragment
-from index.match import DEFAULT_MIN_QUOTE_CHARS, find_in_document, match_quote
+from index.citations.fragments import context, pdf_locator, text_fragment
+from index.citations.match import DEFAULT_MIN_QUOTE_CHARS, find_in_document, match_quote
 from index.reader import Index, on_one_generation
 from schemas.citations import (
     Answer,

@@ -8,7 +8,7 @@ import os
 
 # Arrow allocates from the C library's malloc in this process and in the workers it starts
 # (they inherit the environment), unless the user chose a pool. Arrow reads this once, when
-# pyarrow is imported, so it is set before anything imports it; ingest.write.system_memory_pool
+# pyarrow is imported, so it is set before anything imports it; ingest.store.write.system_memory_pool
 # says why (a build's memory otherwise grows with its corpus: mimalloc keeps freed pages).
 os.environ.setdefault("ARROW_DEFAULT_MEMORY_POOL", "system")
 

@@ -16,7 +16,7 @@ def _mcp(p: argparse.ArgumentParser) -> None:
 
 
 def run_mcp(args) -> int:
-    from index.mcp_server import make_server
+    from index.integrations.mcp_server import make_server
 
     # stdout is the protocol's channel from here on: nothing else may be printed to it.
     make_server(args.index, embedder=args.embedder).run("stdio")

@@ -18,7 +18,7 @@ def json_option(p: argparse.ArgumentParser, what: str = "the result") -> None:
     p.add_argument("--json", action="store_true", help=f"print {what} as JSON")
 
 
-# The library's defaults (index.match.DEFAULT_MIN_QUOTE_CHARS, index.viewer.page_images.DEFAULT_ZOOM),
+# The library's defaults (index.citations.match.DEFAULT_MIN_QUOTE_CHARS, index.viewer.page_images.DEFAULT_ZOOM),
 # spelled here so that building the parser loads neither the matcher nor PyMuPDF; a test keeps them equal.
 MIN_QUOTE_CHARS = 12
 ZOOM = 1.5

@@ -37,14 +37,14 @@ def _verify(p: argparse.ArgumentParser) -> None:
 
 
 def run_verify(args) -> int:
-    from index.verify import verify_answer
+    from index.citations.verify import verify_answer
     from schemas.answer_json import load_answer
     from schemas.citations import Policy
     from schemas.record_json import record_line, w3c_annotation
 
     limits = answer_limits(args)
     if args.answer_format == "anthropic":
-        from index.anthropic_format import load_message, verify_message
+        from index.citations.anthropic_format import load_message, verify_message
 
         message = load_message(args.answer, limits)
         records, summary = verify_message(
@@ -102,7 +102,7 @@ def _resolve(p: argparse.ArgumentParser) -> None:
 
 
 def run_resolve(args) -> int:
-    from index.verify import resolve
+    from index.citations.verify import resolve
     from schemas.json_input import lone_surrogate
     from schemas.record_json import to_json
 
@@ -126,7 +126,7 @@ def _check(p: argparse.ArgumentParser) -> None:
 
 
 def run_check(args) -> int:
-    from index.drift import check_records, summarize_drift
+    from index.citations.drift import check_records, summarize_drift
     from schemas.record_json import record_line
 
     records, bad_lines = read_usable_records(args.records)

@@ -77,7 +77,7 @@ def run_build(args) -> int:
     from tqdm import tqdm
 
     from ingest.build import BuildSettings, build_index
-    from ingest.passwords import Passwords
+    from ingest.formats import Passwords
     from schemas.embedding import Device, EmbedBackend
     from schemas.records import ChunkerSettings, OcrMode, OcrSettings, SkipReason
 
@@ -173,14 +173,14 @@ def run_build(args) -> int:
 
 
 def _executor(args):
-    from ingest.executors import LocalExecutor
+    from ingest.run import LocalExecutor
     from schemas.errors import SpanindexError
 
     if args.executor == "local":
         if args.ray_address or args.embed_actors:
             raise SpanindexError("--ray-address and --embed-actors need --executor ray")
         return LocalExecutor(args.workers)
-    from ingest.ray_executor import RayExecutor, RaySettings
+    from ingest.run import RayExecutor, RaySettings
 
     return RayExecutor(RaySettings(address=args.ray_address, embed_actors=args.embed_actors))
 
@@ -216,7 +216,7 @@ def run_search(args) -> int:
     idx = open_index(args)
     hits = idx.search(args.query, args.k, mode=args.mode)
     if args.format == "anthropic":
-        from index.anthropic_format import search_result_blocks
+        from index.citations.anthropic_format import search_result_blocks
 
         print_json(search_result_blocks(idx, hits))
         return EXIT_OK

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from index.hit_links import hit_link
+from index.search.hit_links import hit_link
 from schemas.records import SearchHit
 
 METADATA_KEYS = (
@@ -55,7 +55,7 @@ def hit_metadata(idx, hit: SearchHit, mode: str) -> dict:
 
 def search(idx, query: str, k: int, mode: str | None) -> tuple[list[SearchHit], str]:
     """The hits of ``Index.search`` and the mode it used (``mode``, or the default)."""
-    from index.search import search_mode
+    from index.search.modes import search_mode
 
     used = search_mode(idx, mode)
     return idx.search(query, k, mode=used), used.value

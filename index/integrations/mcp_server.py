@@ -18,7 +18,7 @@ from typing import Any, Literal
 
 from typing_extensions import TypedDict
 
-from index.hit_links import hit_link
+from index.search.hit_links import hit_link
 from schemas.errors import SpanindexError
 
 try:
@@ -109,7 +109,7 @@ def make_server(index_dir: str | Path, *, embedder=None) -> MCPServer:
     def verify(
         claims: list[ClaimIn], answer_id: str = "", policy: Literal["mark", "drop", "refuse"] = "mark"
     ) -> VerifyResult:
-        from index.verify import verify_answer
+        from index.citations.verify import verify_answer
         from schemas.answer_json import parse_answer
         from schemas.citations import Policy
         from schemas.record_json import to_json
@@ -124,7 +124,7 @@ def make_server(index_dir: str | Path, *, embedder=None) -> MCPServer:
         "document offsets, page, rectangles or HTML source range, and the locator.",
     )
     def resolve(chunk_id: str, quote: str) -> dict[str, Any]:
-        from index.verify import resolve as resolve_quote
+        from index.citations.verify import resolve as resolve_quote
         from schemas.record_json import to_json
 
         return to_json(_call(lambda: resolve_quote(idx, chunk_id, quote)))

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from index.fragments import pdf_locator, text_fragment
+from index.citations.fragments import pdf_locator, text_fragment
 from schemas.records import MediaType, SearchHit
 
 

@@ -1,6 +1,6 @@
-"""Search the lexical (BM25) table of a generation: the reader's side of ``ingest.lexical``.
+"""Search the lexical (BM25) table of a generation: the reader's side of ``ingest.store.lexical``.
 
-A query is tokenised exactly as the chunks were (``ingest.lexical.lexical_tokens``);
+A query is tokenised exactly as the chunks were (``ingest.store.lexical.lexical_tokens``);
 its score for a chunk is the sum of its tokens' stored BM25 weights there, as
 bm25s scores. Reading needs numpy and pyarrow, not bm25s.
 """
@@ -12,7 +12,7 @@ import json
 import numpy as np
 import pyarrow as pa
 
-from ingest.lexical import B, K1, METHOD, TOKENIZER_VERSION, lexical_tokens
+from ingest.store import B, K1, METHOD, TOKENIZER_VERSION, lexical_tokens
 from schemas.errors import IndexFormatError
 from schemas.tables import META_LEXICAL
 
@@ -20,7 +20,7 @@ from schemas.tables import META_LEXICAL
 class LexicalIndex:
     """The BM25 postings of one generation, held as flat arrays (CSC: one column per token).
 
-    >>> from ingest.lexical import lexical_table
+    >>> from ingest.store.lexical import lexical_table
     >>> lexical = LexicalIndex(lexical_table(["overage is billed per call", "billed monthly", "a price list"]), "example")
     >>> [int(i) for i in lexical.top("billed per call", 5)[0]]
     [0, 1]

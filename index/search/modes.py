@@ -2,7 +2,7 @@
 
 Three modes (``schemas.records.SearchMode``): dense embeds the query the way chunks
 were embedded and asks FAISS; lexical scores the chunks' BM25 postings
-(``index.lexical``); hybrid fuses both rankings by reciprocal rank (``index.fusion``).
+(``index.search.lexical``); hybrid fuses both rankings by reciprocal rank (``index.search.fusion``).
 
 The default is lexical: on the labelled questions over ../shared/corpus
 (``benchmarks/retrieval.py``, 90 questions in 10 languages) BM25 put an answering
@@ -15,10 +15,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from index.fusion import candidates, fuse
-from ingest.chunker import embed_text
-from ingest.embed import Embedder
-from ingest.model import DEFAULT_MODEL_ID, resolve_model
+from index.search.fusion import candidates, fuse
+from ingest.embed import DEFAULT_MODEL_ID, Embedder, resolve_model
+from ingest.text import embed_text
 from schemas.embedding import Device, EmbedBackend
 from schemas.errors import ModelError, SpanindexError
 from schemas.json_input import replace_surrogates
@@ -33,7 +32,7 @@ def load_embedder(manifest: Manifest) -> Embedder:
     An index built with any other embedder is searched with that embedder passed in
     (``index.open(DIR, embedder=...)``); see ``check_embedder``.
     """
-    from ingest.backends import make_embedder
+    from ingest.embed import make_embedder
 
     if manifest.model_id == DEFAULT_MODEL_ID:
         info = resolve_model()

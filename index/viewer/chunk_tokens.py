@@ -1,6 +1,6 @@
 """The tokens the embedding model sees for a chunk, each placed back on the chunk text.
 
-The model embeds the chunk's normalised text (``ingest.chunker.embed_text``);
+The model embeds the chunk's normalised text (``ingest.text.chunker.embed_text``);
 its tokens are mapped back through the normaliser's index map, so an
 ingestion engineer sees which characters of the stored text each token covers.
 """
@@ -10,8 +10,8 @@ from __future__ import annotations
 import functools
 from dataclasses import dataclass
 
-from ingest.model import load_tokenizer, resolve_model
-from ingest.normalize import normalize_with_map
+from ingest.embed import load_tokenizer, resolve_model
+from ingest.text import normalize_with_map
 from schemas.records import Chunk, Manifest
 
 

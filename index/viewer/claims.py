@@ -11,7 +11,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from enum import StrEnum
 
-from index.verify import summarize
+from index.citations.verify import summarize
 from index.viewer.source_views import PageView, SourceView, ViewBuilder
 from schemas.citations import Citation, ClaimRecord, ClaimVerdict, VerifySummary
 

@@ -1,6 +1,6 @@
 """A document's source as the viewer shows it: spans marked, untrusted markup defused.
 
-The page is defused by ``ingest.html_defuse`` (the one defuser, shared with the
+The page is defused by ``ingest.formats.html.defuse`` (the one defuser, shared with the
 layout stage of the build): rebuilt token by token from the decoded source, with
 nothing left that runs or loads, CSS included. Text tokens are copied verbatim,
 so a highlight lands on exactly the source ranges a span of text came from: each
@@ -17,7 +17,7 @@ import re
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
-from ingest.html_defuse import Defuser
+from ingest.formats import Defuser
 from schemas.limits import VIEW_ATTRIBUTE_CHARS, VIEW_CHUNK_CHARS, VIEW_SOURCE_CHARS, VIEW_TEXT_CHARS
 
 HIT_ID = "spanindex-hit"  # the first mark of the span: what the viewer scrolls to

@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pymupdf
 
-from ingest.html_layout import LayoutError, layout_engine, shared_browser
+from ingest.formats import LayoutError, layout_engine, shared_browser
 from schemas.errors import SpanindexError
 from schemas.tables import HTML_PAGE_HEIGHT, HTML_PAGE_WIDTH
 

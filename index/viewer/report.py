@@ -24,7 +24,7 @@ from index.viewer.marked_source import labelled_ranges, marked_html
 from index.viewer.page_images import DEFAULT_ZOOM, render_html_page, render_page
 from index.viewer.source_views import ViewBuilder, ViewKind
 from index.viewer.templating import asset, environment, script_hash
-from ingest.html_layout import close_shared_browser
+from ingest.formats import close_shared_browser
 from schemas.citations import ClaimRecord
 from schemas.record_json import to_json
 from schemas.records import MediaType

@@ -6,7 +6,7 @@ another one embeds everything again). The device only decides where the same net
 
 from __future__ import annotations
 
-from ingest.model import ModelInfo, resolve_model
+from ingest.embed.model import ModelInfo, resolve_model
 from schemas.embedding import Device, EmbedBackend
 from schemas.errors import ModelError
 
@@ -58,12 +58,12 @@ def make_embedder(
     model = model or resolve_model()
     backend = EmbedBackend(backend)
     if backend is EmbedBackend.TORCH:
-        from ingest.embed import SentenceTransformerEmbedder
+        from ingest.embed.embedder import SentenceTransformerEmbedder
 
         used = resolve_device(device)
         embedder = SentenceTransformerEmbedder(model, device=used.value, batch_size=batch_size or BATCH_BY_DEVICE[used])
     else:
-        from ingest.embed_onnx import OnnxEmbedder
+        from ingest.embed.onnx_backend import OnnxEmbedder
 
         # ONNX Runtime runs on CUDA only with onnxruntime-gpu; OnnxEmbedder says so when asked.
         wanted = Device(device)

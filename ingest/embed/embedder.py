@@ -17,7 +17,7 @@ from typing import Protocol
 import numpy as np
 import pyarrow as pa
 
-from ingest.model import ModelInfo, offline, resolve_model
+from ingest.embed.model import ModelInfo, offline, resolve_model
 from schemas.embedding import EmbedBackend
 from schemas.errors import IndexFormatError, ModelError
 

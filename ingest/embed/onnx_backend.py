@@ -23,7 +23,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ingest.model import ModelInfo, offline, resolve_model
+from ingest.embed.model import ModelInfo, offline, resolve_model
 from schemas.embedding import EmbedBackend
 from schemas.errors import ModelError
 
@@ -55,7 +55,7 @@ def model_fingerprint(info: ModelInfo) -> str:
 def onnx_file(info: ModelInfo, backend: EmbedBackend) -> Path:
     """The ONNX file for ``backend``, exported (and quantised) on first use.
 
-    >>> from ingest.model import resolve_model
+    >>> from ingest.embed.model import resolve_model
     >>> onnx_file(resolve_model(), EmbedBackend.ONNX).name   # doctest: +SKIP
     'model.onnx'
     """
@@ -262,7 +262,7 @@ class OnnxEmbedder:
 
 def _tokenizer(info: ModelInfo):
     """The model's fast tokenizer, truncating as sentence-transformers does (max_seq_length)."""
-    from ingest.model import load_tokenizer
+    from ingest.embed.model import load_tokenizer
 
     tokenizer = load_tokenizer(info)
     tokenizer.enable_truncation(max_length=info.max_seq_length)
@@ -280,7 +280,7 @@ def _session(path: Path, device: str, threads: int | None, spin: bool = True):
     options.inter_op_num_threads = 1
     # Spinning pool threads answer at once (+30% on an idle machine) but take the cores that
     # other processes need: on a busy machine the same session ran 25% slower spinning. A
-    # build whose parse workers share the cores does not spin (ingest.executors).
+    # build whose parse workers share the cores does not spin (ingest.run.executors).
     spinning = "1" if spin else "0"
     options.add_session_config_entry("session.intra_op.allow_spinning", spinning)
     options.add_session_config_entry("session.inter_op.allow_spinning", spinning)

@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import PurePosixPath
 
-from ingest.passwords import PasswordLine
+from ingest.formats.pdf.passwords import PasswordLine
 from schemas.errors import DocumentError
 from schemas.limits import DocumentLimits
 from schemas.records import DocStatus, DocumentRecord, MediaType, OcrMode, OcrSettings, ParsedDocument
@@ -60,7 +60,7 @@ def parse_document(
     """Parse one file's bytes; every outcome, failures included, is a document record.
 
     Over one of ``limits`` (bytes, pages, characters of text) the record is an error with the reason.
-    ``ocr`` says which PDF pages are read by OCR (``ingest.pdf_ocr``); ``passwords``: the
+    ``ocr`` says which PDF pages are read by OCR (``ingest.formats.pdf.ocr``); ``passwords``: the
     --passwords lines that match this document (PDF only).
     """
     base = dict(
@@ -87,14 +87,14 @@ def parse_document(
 def _parser(media_type: MediaType, limits: DocumentLimits, ocr: OcrSettings, passwords: Sequence[PasswordLine] = ()):
     # Imported on use: a worker parsing only text files never loads PyMuPDF.
     if media_type is MediaType.PDF:
-        from ingest.pdf import parse_pdf
+        from ingest.formats.pdf.parser import parse_pdf
 
         return lambda source, doc_id: parse_pdf(source, doc_id, ocr, max_pages=limits.max_pages, passwords=passwords)
     if media_type is MediaType.HTML:
-        from ingest.html import parse_html
+        from ingest.formats.html.parser import parse_html
 
         return parse_html
-    from ingest.text import parse_text
+    from ingest.formats.text import parse_text
 
     return lambda source, doc_id: parse_text(source, doc_id, media_type)
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ingest.encoding import decode_source
+from ingest.formats.encoding import decode_source
 from schemas.records import MediaType, ParsedDocument
 
 

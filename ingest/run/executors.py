@@ -1,7 +1,7 @@
 """Where a build's work runs: this machine's process pool, or a Ray cluster.
 
 A build needs two things done for it: each file parsed and chunked (the same
-``ingest.worker`` code everywhere), and chunk texts embedded (the same
+``ingest.run.worker`` code everywhere), and chunk texts embedded (the same
 ``Embedder`` everywhere). An executor decides only where that code runs; the
 build that orders, reuses, writes and publishes is one and the same.
 
@@ -18,9 +18,8 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import AbstractContextManager
 from typing import Protocol
 
-from ingest.embed import Embedder
-from ingest.model import ModelInfo
-from ingest.worker import DocResult, FileJob, WorkerSettings, process_file
+from ingest.embed import Embedder, ModelInfo
+from ingest.run.worker import DocResult, FileJob, WorkerSettings, process_file
 from schemas.embedding import Device, EmbedBackend
 
 
@@ -66,7 +65,7 @@ class LocalExecutor:
         self.work = work  # a module-level function: it is sent to the worker processes
 
     def process(self, jobs: Sequence[FileJob], settings: WorkerSettings, timeout_s: float | None) -> Iterator[DocResult]:
-        from ingest.pool import process_in_workers
+        from ingest.run.pool import process_in_workers
 
         return process_in_workers(list(jobs), settings, self.workers, work=self.work, timeout_s=timeout_s)
 
@@ -74,7 +73,7 @@ class LocalExecutor:
     def embedding(self, model: ModelInfo, embedder: Embedder | None = None,
                   backend: EmbedBackend = EmbedBackend.TORCH, device: Device = Device.AUTO) -> Iterator[Embedder]:
         if embedder is None:
-            from ingest.backends import make_embedder
+            from ingest.embed import make_embedder
 
             # The parse workers run on the cores the model's threads would spin on.
             embedder = make_embedder(model, backend, device, spin=self.workers <= 1)

@@ -17,7 +17,7 @@ from concurrent.futures import Future, ProcessPoolExecutor, TimeoutError
 from concurrent.futures.process import BrokenProcessPool
 from multiprocessing import get_context
 
-from ingest.worker import (
+from ingest.run.worker import (
     DocResult,
     FileJob,
     WorkerSettings,

@@ -4,12 +4,12 @@ The driver (the process that runs the build) reads each file and ships its
 bytes to a task through Ray's object store, at most ``in_flight`` files ahead
 of the one it is waiting for, and takes the results in file order, so its
 memory stays flat however large the corpus. A task runs the same
-``ingest.worker`` code as a local worker process and returns the document
+``ingest.run.worker`` code as a local worker process and returns the document
 text with its tables; the driver stores them and writes the generation, as a
 local build does. Workers need neither the corpus nor the index folder, but
 they do need the same spanindex, parser libraries and model as the driver: a
 node that differs stops the build (``ClusterError``) before anything is
-written from it. What runs on the nodes is ``ingest.ray_nodes``.
+written from it. What runs on the nodes is ``ingest.run.ray_nodes``.
 
 ``--doc-timeout`` counts from when a task starts (each task signs in on a
 start board), not from when it was submitted, so files that wait for a busy
@@ -33,10 +33,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ingest.embed import Embedder
-from ingest.model import ModelInfo
-from ingest.ray_nodes import EmbedActor, StartBoard, node_expectations, parse_remote
-from ingest.worker import (
+from ingest.embed import Embedder, ModelInfo
+from ingest.run.ray_nodes import EmbedActor, StartBoard, node_expectations, parse_remote
+from ingest.run.worker import (
     DocResult,
     FileJob,
     WorkerSettings,

@@ -1,6 +1,6 @@
 """What a Ray build runs on the cluster's nodes, and how a node proves it runs the driver's code.
 
-Tasks parse with ``ingest.worker``, actors embed with ``ingest.embed``: the same
+Tasks parse with ``ingest.run.worker``, actors embed with ``ingest.embed.embedder``: the same
 code as a local build. Before either does any work it checks that its node has
 the driver's spanindex sources, parser library versions and tokenizer
 (``NodeExpectations``); a node that differs raises ``ClusterError``, which stops
@@ -20,9 +20,8 @@ from pathlib import Path
 
 import numpy as np
 
-from ingest.embed import Embedder
-from ingest.model import DEFAULT_MODEL_ID, ModelInfo, resolve_model
-from ingest.worker import DocResult, FileJob, WorkerSettings, init_worker
+from ingest.embed import DEFAULT_MODEL_ID, Embedder, ModelInfo, resolve_model
+from ingest.run.worker import DocResult, FileJob, WorkerSettings, init_worker
 from schemas.embedding import Device, EmbedBackend
 from schemas.errors import ClusterError
 
@@ -74,7 +73,7 @@ class EmbedActor:
     def __init__(self, model: ModelInfo, embedder: Embedder | None, expected: NodeExpectations,
                  backend: EmbedBackend = EmbedBackend.TORCH, device: Device = Device.AUTO) -> None:
         if embedder is None:
-            from ingest.backends import make_embedder
+            from ingest.embed import make_embedder
 
             embedder = make_embedder(node_model(model, expected), backend, device)  # CUDA on a GPU actor
         self._embedder = embedder

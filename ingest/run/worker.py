@@ -4,7 +4,7 @@ Workers never load torch: they need PyMuPDF, the HTML parser and the model's
 tokenizer only. What they return is compact (Arrow tables, not Python
 objects per glyph) so that shipping it to the embedding process is cheap; a
 table of one document over a row group (a 50 MB page's source map) goes
-through a spill file in the generation instead (``ingest.spill``).
+through a spill file in the generation instead (``ingest.store.spill``).
 
 A worker on this machine reads the file and writes its text and source into
 the index folder itself. A worker with no index folder (``index_root=None``,
@@ -26,14 +26,14 @@ from typing import TYPE_CHECKING
 
 import pyarrow as pa
 
-from ingest.chunker import chunk_spans, make_chunks
+from ingest.text import chunk_spans, make_chunks
 from ingest.corpus import NotReadable, read_corpus_file
-from ingest.model import ModelInfo, load_tokenizer
-from ingest.parse import parse_document
-from ingest.passwords import Passwords
-from ingest.publish import write_once
-from ingest.spill import spill_path, write_spill
-from ingest.write import ROW_GROUP_ROWS
+from ingest.embed import ModelInfo, load_tokenizer
+from ingest.formats import parse_document
+from ingest.formats import Passwords
+from ingest.store import write_once
+from ingest.store import spill_path, write_spill
+from ingest.store import ROW_GROUP_ROWS
 from schemas.errors import IndexWriteError
 from schemas.layout import IndexPaths
 from schemas.limits import MAX_DOC_CHARS, MAX_PDF_PAGES, DocumentLimits
@@ -56,7 +56,7 @@ from schemas.tables import (
 )
 
 if TYPE_CHECKING:
-    from ingest.html_layout import HtmlLayout, LayoutStats
+    from ingest.formats import HtmlLayout, LayoutStats
 
 
 @dataclass(frozen=True, slots=True)
@@ -100,7 +100,7 @@ class DocResult:
     chunks: pa.Table | None = None  # vector_id holds seq until the build assigns real ids
     embed_texts: list[str] = field(default_factory=list)
     tables: dict[str, pa.Table] = field(default_factory=dict)
-    spilled: dict[str, Path] = field(default_factory=dict)  # table -> Arrow IPC file of its rows (ingest.spill)
+    spilled: dict[str, Path] = field(default_factory=dict)  # table -> Arrow IPC file of its rows (ingest.store.spill)
     seconds: float = 0.0
     peak_rss_kb: int = 0  # the worker process's peak resident memory so far (0 where unknown)
     internal_error: str = ""  # traceback of an unexpected failure (a bug, not bad input)
@@ -233,7 +233,7 @@ def _process_source(job: FileJob, held: list[bytes], settings: WorkerSettings) -
 
     layout = stats = None
     if settings.html_layout and parsed.media_type is MediaType.HTML:
-        from ingest.html_layout import LayoutError, LayoutStats, shared_browser  # only where it runs
+        from ingest.formats import LayoutError, LayoutStats, shared_browser  # only where it runs
 
         try:
             layout = shared_browser().layout(parsed)
@@ -243,7 +243,7 @@ def _process_source(job: FileJob, held: list[bytes], settings: WorkerSettings) -
         else:
             parsed = dataclasses.replace(parsed, hidden_runs=layout.hidden_runs)  # the browser's verdicts
             stats = LayoutStats.of(layout)
-    # Texts are str: written as UTF-8 in pieces (ingest.publish), never as a whole UTF-8 copy.
+    # Texts are str: written as UTF-8 in pieces (ingest.store.publish), never as a whole UTF-8 copy.
     files = DocumentFiles(parsed.text, job.path.suffix, parsed.decoded_source, parsed.decrypted_source)
     if settings.index_root is not None:
         store_document(settings.index_root, record, held.pop(), files)
@@ -300,7 +300,7 @@ def _layout_pages(chunks: list, layout: HtmlLayout) -> list:
 
 
 EMBED_TEXT = "embed_text"  # a column of spilled chunk tables only: what the model embeds
-# A document's table spills (ingest.spill) when it has more rows than this: more than one row
+# A document's table spills (ingest.store.spill) when it has more rows than this: more than one row
 # group of the generation's table. Tests lower it to make small documents spill.
 SPILL_ROWS = dict(ROW_GROUP_ROWS)
 

@@ -8,7 +8,7 @@ schema ``schemas.tables.LEXICAL``), one row per token: ``token``, ``vector_ids``
 (the chunks holding it), ``weights`` (its BM25 weight in each of them).
 
 A query's BM25 score for a chunk is the sum of the weights of the query's
-tokens in that chunk (``index.lexical`` reads the table). BM25 weights depend on
+tokens in that chunk (``index.search.lexical`` reads the table). BM25 weights depend on
 the whole corpus (document frequencies, mean length), so every generation
 rebuilds the table from its chunk texts, as it rebuilds FAISS from its vectors.
 It is built in two passes so that memory does not grow with the corpus: the
@@ -61,8 +61,7 @@ import pyarrow.compute  # noqa: F401 - pa.compute
 import pyarrow.parquet as pq
 import regex
 
-from ingest.hidden import HiddenText
-from ingest.normalize import is_no_space_script
+from ingest.text import HiddenText, is_no_space_script
 from schemas.tables import LEXICAL, META_LEXICAL, hidden_run_records, with_metadata
 
 TOKENIZER_VERSION = 1  # bump when tokens would differ for the same text: the index must be rebuilt
@@ -74,7 +73,7 @@ RANGE_POSTINGS = 1 << 16  # postings weighed and written per step of the second 
 
 # Letters, digits and the marks that belong to them (Indic vowel signs, viramas).
 _WORD = regex.compile(r"[\p{L}\p{N}\p{M}]+")
-# As in ingest.normalize: a hyphen (or soft hyphen) at a line end between two letters joins them.
+# As in ingest.text.normalize: a hyphen (or soft hyphen) at a line end between two letters joins them.
 _HYPHEN_BREAK = re.compile(r"(?<=[^\W\d_])[-\u00ad\u2010\u2011][ \t]*(?:\r\n|\r|\n|\f)\s*(?=[^\W\d_])")
 _INVISIBLE = dict.fromkeys(map(ord, "\u00ad\u200b\u200c\u200d\u2060\ufeff"))
 _GAP = re.compile(r"(?<=[^\x00-\x7f])\s+(?=[^\x00-\x7f])")
@@ -82,7 +81,7 @@ _DIACRITICS = re.compile("[\u0300-\u036f\u0610-\u061a\u064b-\u065f\u0670\u06d6-\
 _LETTER_FOLDS = str.maketrans(
     {"\u064a": "\u06cc", "\u0649": "\u06cc", "\u0643": "\u06a9", "\u0623": "\u0627", "\u0625": "\u0627", "\u0622": "\u0627"}
 )
-# Beyond CJK (ingest.normalize): Thai, Lao, Myanmar, Khmer are written without spaces; Hangul
+# Beyond CJK (ingest.text.normalize): Thai, Lao, Myanmar, Khmer are written without spaces; Hangul
 # words carry particles (확진자는 = 확진자 + 는), so bigrams find the word inside them.
 _BIGRAM_RANGES = ((0x0E00, 0x0EFF), (0x1000, 0x109F), (0x1780, 0x17FF), (0x1100, 0x11FF), (0x3130, 0x318F), (0xAC00, 0xD7AF))
 

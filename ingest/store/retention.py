@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import shutil
 
-from ingest.previous import PublishedGeneration
+from ingest.store.previous import PublishedGeneration
 from schemas.errors import IndexFormatError
 from schemas.layout import IndexPaths, read_current, version_hex
 

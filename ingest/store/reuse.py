@@ -2,7 +2,7 @@
 
 An unchanged file (same source sha256) is carried over row for row, with new
 vector ids. A chunk whose normalised text was embedded before, by the same
-model, gets the stored vector instead of a new embedding (``ingest.embed.VectorQueue``).
+model, gets the stored vector instead of a new embedding (``ingest.embed.embedder.VectorQueue``).
 """
 
 from __future__ import annotations
@@ -12,10 +12,9 @@ from dataclasses import dataclass
 import numpy as np
 
 from ingest.embed import Embedder, VectorQueue
-from ingest.ocr import describe
-from ingest.parse import PARSER_VERSION
-from ingest.previous import PublishedGeneration
-from ingest.write import GenerationWriter
+from ingest.formats import PARSER_VERSION, describe
+from ingest.store.previous import PublishedGeneration
+from ingest.store.write import GenerationWriter
 from schemas.errors import IndexFormatError
 from schemas.layout import IndexPaths, read_current
 from schemas.records import DocStatus, DocumentRecord, OcrSettings

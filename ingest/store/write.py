@@ -21,8 +21,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from ingest.lexical import POSTINGS_BATCH, TOKENIZER_VERSION, lexical_texts, write_lexical
-from ingest.publish import fsync_dir, fsync_file
+from ingest.store.lexical import POSTINGS_BATCH, TOKENIZER_VERSION, lexical_texts, write_lexical
+from ingest.store.publish import fsync_dir, fsync_file
 from schemas.layout import FAISS_FILE, GENERATION_FILES, LEXICAL_FILE, MANIFEST, TABLE_FILES, VECTORS_FILE
 from schemas.manifest import manifest_to_json
 from schemas.records import DocumentRecord, Manifest

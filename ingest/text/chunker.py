@@ -28,8 +28,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ingest.hidden import HiddenText
-from ingest.normalize import CONTROLS, Join, SliceNormalizer, changing_set, normalize, normalize_each
+from ingest.text.hidden import HiddenText
+from ingest.text.normalize import CONTROLS, Join, SliceNormalizer, changing_set, normalize, normalize_each
 from schemas.errors import ChunkerError
 from schemas.records import Chunk, ChunkerSettings, HiddenRun, ParsedDocument
 
@@ -73,7 +73,7 @@ def chunk_spans(
     out the ``hidden`` runs (text a reader cannot see), so hidden text never draws a
     search to a chunk.
 
-    >>> from ingest.model import load_tokenizer, resolve_model
+    >>> from ingest.embed.model import load_tokenizer, resolve_model
     >>> tok = load_tokenizer(resolve_model())
     >>> [s.start for s in chunk_spans("One. Two.\\n\\nThree.", tok, ChunkerSettings())]
     [0]
@@ -162,7 +162,7 @@ def encode_in_pieces(text: str, tokenizer) -> TokenSpans:
     """Token offsets and word ids of ``text`` (control characters already spaces), exactly as one
     call would give them, from calls on pieces of about ``TOKENIZE_CHARS`` cut at whitespace.
 
-    >>> from ingest.model import load_tokenizer, resolve_model
+    >>> from ingest.embed.model import load_tokenizer, resolve_model
     >>> tokens = encode_in_pieces("Hello world", load_tokenizer(resolve_model()))
     >>> tokens.starts.tolist(), tokens.ends.tolist(), tokens.word_ids.tolist()
     ([0, 6], [5, 11], [0, 1])

@@ -14,7 +14,7 @@ anthropic_types = pytest.importorskip("anthropic.types")
 pydantic = pytest.importorskip("pydantic")
 
 import index  # noqa: E402
-from index.anthropic_format import citable_pieces, search_result_blocks, verify_message  # noqa: E402
+from index.citations.anthropic_format import citable_pieces, search_result_blocks, verify_message  # noqa: E402
 from schemas.citations import CitationStatus, ClaimVerdict  # noqa: E402
 from schemas.records import MediaType  # noqa: E402
 

@@ -138,7 +138,7 @@ def test_resolve_refuses_a_quote_that_is_not_utf8(sample_index_test_model, idx):
 
 @pytest.fixture(scope="module")
 def good_records(sample_index_test_model, idx, tmp_path_factory) -> bytes:
-    from index.verify import verify_answer
+    from index.citations.verify import verify_answer
     from schemas.answer_json import parse_answer
     from schemas.record_json import record_line
 

@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from index.match import match_quote, numbers_kept
+from index.citations.match import match_quote, numbers_kept
 from schemas.citations import CitationStatus
 
 from conftest import examples

@@ -14,8 +14,8 @@ import pytest
 from bs4 import BeautifulSoup, Comment
 
 import index
-from index.verify import Verifier, resolve, verify_answer
-from ingest.normalize import normalize
+from index.citations.verify import Verifier, resolve, verify_answer
+from ingest.text.normalize import normalize
 from schemas.answer_json import parse_answer
 from schemas.citations import CitationStatus, ClaimVerdict, Policy, Support
 from schemas.errors import AnswerFormatError

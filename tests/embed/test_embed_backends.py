@@ -12,7 +12,7 @@ pytestmark = pytest.mark.slow
 
 @pytest.fixture(scope="module")
 def chunk_texts(tokenizer):
-    from ingest.chunker import chunk_spans
+    from ingest.text.chunker import chunk_spans
     from schemas.records import ChunkerSettings
 
     texts = []
@@ -35,7 +35,7 @@ def onnx_cache(tmp_path_factory):
 
 
 def test_onnx_fp32_gives_the_torch_vectors(real_embedder, chunk_texts, onnx_cache):
-    from ingest.embed_onnx import OnnxEmbedder
+    from ingest.embed.onnx_backend import OnnxEmbedder
 
     onnx = OnnxEmbedder(batch_size=4)  # several batches of different widths
     assert onnx.model_id == real_embedder.model_id and onnx.dim == real_embedder.dim
@@ -49,8 +49,8 @@ def test_onnx_fp32_gives_the_torch_vectors(real_embedder, chunk_texts, onnx_cach
 
 
 def test_the_export_is_made_once_and_kept_in_the_cache(onnx_cache):
-    from ingest.embed_onnx import onnx_file
-    from ingest.model import resolve_model
+    from ingest.embed.model import resolve_model
+    from ingest.embed.onnx_backend import onnx_file
     from schemas.embedding import EmbedBackend
 
     path = onnx_file(resolve_model(), EmbedBackend.ONNX)
@@ -61,7 +61,7 @@ def test_the_export_is_made_once_and_kept_in_the_cache(onnx_cache):
 
 
 def test_int8_vectors_stay_close_to_torch(real_embedder, chunk_texts, onnx_cache):
-    from ingest.embed_onnx import OnnxEmbedder
+    from ingest.embed.onnx_backend import OnnxEmbedder
     from schemas.embedding import EmbedBackend
 
     int8 = OnnxEmbedder(backend=EmbedBackend.ONNX_INT8)
@@ -73,8 +73,8 @@ def test_int8_vectors_stay_close_to_torch(real_embedder, chunk_texts, onnx_cache
 def test_a_local_build_with_parse_workers_runs_onnx_without_spinning(onnx_cache):
     """Beside parse workers the model's threads sleep between operators instead of spinning on
     the cores the workers need; a build that parses in its own process lets them spin."""
-    from ingest.executors import LocalExecutor
-    from ingest.model import resolve_model
+    from ingest.embed.model import resolve_model
+    from ingest.run.executors import LocalExecutor
     from schemas.embedding import EmbedBackend
 
     def spinning(workers: int) -> str:

@@ -10,8 +10,8 @@ import re
 
 import pytest
 
-from ingest.html_defuse import defused_html, neutralise_css
-from ingest.html_layout import CHROMIUM, CHROMIUM_ARGS, browser_unavailable
+from ingest.formats.html.defuse import defused_html, neutralise_css
+from ingest.formats.html.layout import CHROMIUM, CHROMIUM_ARGS, browser_unavailable
 
 CSS_CASES = {
     "url": ("a{background:url(x.png)}", "a{background:none}"),

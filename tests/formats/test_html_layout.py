@@ -14,8 +14,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from ingest.html import parse_html, parse_html_text
-from ingest.html_layout import PAGE_HEIGHT, PAGE_WIDTH, HtmlLayout, browser_unavailable, layout_source
+from ingest.formats.html.parser import parse_html, parse_html_text
+from ingest.formats.html.layout import PAGE_HEIGHT, PAGE_WIDTH, HtmlLayout, browser_unavailable, layout_source
 from schemas.records import RunKind
 
 from conftest import SHARED_CORPUS, examples
@@ -30,7 +30,7 @@ def browser():
     reason = browser_unavailable()
     if reason is not None:
         pytest.skip(f"HTML layout needs a browser: {reason}")
-    from ingest.html_layout import LayoutBrowser
+    from ingest.formats.html.layout import LayoutBrowser
 
     with LayoutBrowser() as chromium:
         yield chromium

@@ -20,7 +20,7 @@ from bs4 import BeautifulSoup, Comment, Declaration, Doctype, ProcessingInstruct
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-from ingest.html import parse_html, parse_html_text
+from ingest.formats.html.parser import parse_html, parse_html_text
 from schemas.errors import CorruptDocumentError, DocumentError
 from schemas.records import ParsedDocument, RunKind
 
@@ -417,7 +417,7 @@ _PAGE = '<html><head><title>Stahl</title></head><body><p>SteelJIS: S45C &amp; SU
     ids=["utf-16-le-bom", "utf-16-be-bom", "utf-16-le", "utf-16-be", "utf-8-bom", "utf-32-le-bom", "utf-8-one-bad-byte"],
 )
 def test_source_ranges_read_back_from_the_original_bytes_decoded_with_the_recorded_encoding(raw, body_codec):
-    from ingest.encoding import byte_offset
+    from ingest.formats.encoding import byte_offset
 
     doc = parse_html(raw, "page.html")
     decoded = raw.decode(doc.encoding, "replace")  # what any consumer of the record gets

@@ -1,7 +1,7 @@
 """Hidden HTML text: each trick on a generated page beside a visible control of the same words.
 
-With a browser (``ingest.html_layout``) every trick is caught with its reason; from the
-source alone (``ingest.html_visibility``) the inline ones are, and what a style sheet
+With a browser (``ingest.formats.html.layout``) every trick is caught with its reason; from the
+source alone (``ingest.formats.html.visibility``) the inline ones are, and what a style sheet
 does is not (the build says so). Pages that hide nothing, or show text in unusual but
 visible ways, get no flag. Over the shared corpus, the flagged characters per page are
 printed with -s.
@@ -13,7 +13,7 @@ import collections
 
 import pytest
 
-from ingest.html import parse_html, parse_html_text
+from ingest.formats.html.parser import parse_html, parse_html_text
 from schemas.records import HiddenReason as R
 
 from conftest import SHARED_CORPUS

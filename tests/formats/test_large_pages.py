@@ -13,11 +13,11 @@ import pytest
 from fastapi.testclient import TestClient
 
 import index
-from index.locate import HtmlSourceMap
+from index.citations.locate import HtmlSourceMap
 from index.viewer.marked_source import WINDOW_GAP
 from index.viewer.server.app import create_app
-from ingest.html import parse_html
-from ingest.html_tokens import TEXT, Tokenizer
+from ingest.formats.html.parser import parse_html
+from ingest.formats.html.tokens import TEXT, Tokenizer
 from schemas.limits import MIB, VIEW_CHUNK_CHARS, VIEW_SIBLINGS, VIEW_SOURCE_CHARS
 from schemas.records import DocStatus
 from schemas.tables import html_map_table
@@ -150,7 +150,7 @@ def test_a_page_under_the_limit_is_shown_whole(client, large):
 @pytest.mark.hostile("a 50 MB one-line HTML page cited twice, far apart: `spanindex render` and the verify page",
                      "bounded: one window around each citation, marked, in one shared copy (0.3 MB)")
 def test_a_report_citing_a_large_page_twice_carries_a_window_around_each(large, client, tmp_path):
-    from index.verify import verify_answer
+    from index.citations.verify import verify_answer
     from schemas.answer_json import parse_answer
     from schemas.record_json import record_line
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 import index
-from ingest.parse import parse_document
+from ingest.formats.parse import parse_document
 from schemas.limits import MAX_DOC_CHARS, MAX_PDF_PAGES, MIB, DocumentLimits
 from schemas.records import DocStatus, MediaType
 

@@ -24,9 +24,9 @@ from hypothesis import strategies as st
 
 from benchmarks.ocr_truth import char_boxes, image_only_pdf, page_words, score_page
 from conftest import ROOT, SAMPLE_CORPUS, SHARED_CORPUS, examples
-from ingest.ocr import find_tesseract
-from ingest.pdf import OcrSettings, parse_pdf
-from ingest.text_layer import LayerVerdict, judge_layers, layer_stats
+from ingest.formats.pdf.tesseract import find_tesseract
+from ingest.formats.pdf.parser import OcrSettings, parse_pdf
+from ingest.formats.pdf.text_layer import LayerVerdict, judge_layers, layer_stats
 from schemas.errors import OcrError
 from schemas.records import OcrMode, ParsedDocument
 
@@ -339,7 +339,7 @@ def test_tesseract_dies_with_the_worker_that_started_it(tesseract, tmp_path):
     scan.write_bytes(_scan_of(doc, dpi=300).tobytes())
     script = (
         "import sys; sys.path.insert(0, %r)\n"
-        "from ingest.pdf import OcrSettings, parse_pdf\n"
+        "from ingest.formats.pdf.parser import OcrSettings, parse_pdf\n"
         "from schemas.records import OcrMode\n"
         "parse_pdf(open(%r, 'rb').read(), 'scan.pdf', OcrSettings(OcrMode.FORCE, dpi=300))\n"
     ) % (str(ROOT), str(scan))
@@ -388,7 +388,7 @@ def _alive(pid: int) -> bool:
 
 
 def test_a_poster_sized_page_is_read_at_a_lower_resolution(tesseract):
-    from ingest.ocr import MAX_PIXELS
+    from ingest.formats.pdf.tesseract import MAX_PIXELS
 
     poster = pymupdf.open()
     page = poster.new_page(width=4000, height=3000)
@@ -443,7 +443,7 @@ def ocr_index(tmp_path_factory, tesseract):
 
 def test_a_citation_on_ocr_text_says_so_with_its_lowest_word_confidence(ocr_index):
     import index
-    from index.verify import Verifier
+    from index.citations.verify import Verifier
     from schemas.citations import CitationStatus, Support
 
     idx = index.open(ocr_index)
@@ -464,7 +464,7 @@ def test_a_citation_on_ocr_text_says_so_with_its_lowest_word_confidence(ocr_inde
 
 def test_a_misread_number_on_an_ocr_page_is_quote_not_found_naming_ocr(ocr_index):
     import index
-    from index.verify import Verifier
+    from index.citations.verify import Verifier
     from schemas.citations import CitationStatus, Support
 
     idx = index.open(ocr_index)
@@ -491,7 +491,7 @@ def test_ocr_pages_are_recorded_in_pdf_pages_and_their_runs_carry_confidences(oc
 
 def test_the_report_shows_that_a_citation_was_read_by_ocr(ocr_index):
     import index
-    from index.verify import verify_answer
+    from index.citations.verify import verify_answer
     from index.viewer.report import render_report
     from schemas.citations import Answer, Claim, Support
 

@@ -14,7 +14,7 @@ import index
 from index.fsck import fsck
 from index.viewer.page_images import render_page
 from ingest.build import BuildSettings, build_index
-from ingest.passwords import Passwords
+from ingest.formats.pdf.passwords import Passwords
 from schemas.errors import PasswordFileError
 
 from conftest import SHARED_CORPUS, spanindex

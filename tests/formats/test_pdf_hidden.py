@@ -17,7 +17,7 @@ import pymupdf
 import pytest
 
 from conftest import SAMPLE_CORPUS, SHARED_CORPUS
-from ingest.pdf import parse_pdf
+from ingest.formats.pdf.parser import parse_pdf
 from schemas.records import HiddenReason, ParsedDocument
 
 FONT = "helv"
@@ -233,7 +233,7 @@ def test_shared_corpus_ocr_layer_scan_has_no_hidden_text() -> None:
     assert parsed.hidden_runs == ()
 
 
-# Hidden characters per shared-corpus PDF (the look at each is in the notes of ingest/pdf_visibility.py):
+# Hidden characters per shared-corpus PDF (the look at each is in the notes of ingest/formats/pdf/visibility.py):
 # the Russian form's OCR layer puts a bullet over a black square of its scan (background_color).
 KNOWN_HIDDEN = {"pdfjs__issue12963.pdf": {HiddenReason.BACKGROUND_COLOR: 1}}
 

@@ -1,4 +1,4 @@
-"""Invariants of ingest.pdf.parse_pdf, over every corpus PDF and over PDFs made here.
+"""Invariants of ingest.formats.pdf.parser.parse_pdf, over every corpus PDF and over PDFs made here.
 
 Corpus PDFs come from ../shared/corpus/pdf (optional: its tests skip when it is absent)
 and sample_corpus/ (files under bad/ must raise). The PDFs made here pin down rotation,
@@ -22,8 +22,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-import ingest.pdf as pdf_module
-from ingest.pdf import PAGE_SEPARATOR, TEXT_FLAGS, parse_pdf
+import ingest.formats.pdf.parser as pdf_module
+from ingest.formats.pdf.parser import PAGE_SEPARATOR, TEXT_FLAGS, parse_pdf
 from schemas.errors import CorruptDocumentError, DocumentError, EncryptedDocumentError
 from schemas.records import MediaType, ParsedDocument
 
@@ -675,7 +675,7 @@ def test_broken_inputs_never_crash_or_hang_the_process(tmp_path: Path) -> None:
         """
         import json, sys
         from pathlib import Path
-        from ingest.pdf import parse_pdf
+        from ingest.formats.pdf.parser import parse_pdf
         from schemas.errors import DocumentError
         outcome = {}
         for path in sorted(Path(sys.argv[1]).iterdir()):
@@ -713,7 +713,7 @@ def test_parsing_document_after_document_does_not_grow_the_process() -> None:
         """
         import json, re, sys
         from pathlib import Path
-        from ingest.pdf import parse_pdf
+        from ingest.formats.pdf.parser import parse_pdf
         from schemas.records import OcrMode, OcrSettings
         source, rss = Path(sys.argv[1]).read_bytes(), []
         for _ in range(6):

@@ -15,10 +15,10 @@ import pytest
 import index
 from ingest.build import BuildSettings, build_index
 from ingest.corpus import discover
-from ingest.lock import BuildLock
-from ingest.model import resolve_model
-from ingest.pool import process_in_workers
-from ingest.worker import FileJob, WorkerSettings, process_file
+from ingest.store.lock import BuildLock
+from ingest.embed.model import resolve_model
+from ingest.run.pool import process_in_workers
+from ingest.run.worker import FileJob, WorkerSettings, process_file
 from schemas.errors import IndexLockedError, ModelError, SpanindexError
 from schemas.records import ChunkerSettings, DocStatus, MediaType, SkipReason
 from schemas.tables import FORMAT_VERSION

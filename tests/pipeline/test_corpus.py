@@ -20,8 +20,8 @@ from index.fsck import fsck
 from index.viewer.server.app import create_app
 from ingest.build import BuildSettings, build_index
 from ingest.corpus import NotReadable, discover, read_corpus_file, safe_doc_id
-from ingest.model import resolve_model
-from ingest.worker import FileJob, WorkerSettings, init_worker, process_file
+from ingest.embed.model import resolve_model
+from ingest.run.worker import FileJob, WorkerSettings, init_worker, process_file
 from schemas.errors import CorpusError
 from schemas.records import ChunkerSettings, DocStatus, MediaType, SkipReason
 

@@ -13,9 +13,9 @@ import numpy as np
 import pytest
 
 import index
-from index.verify import resolve, verify_answer
+from index.citations.verify import resolve, verify_answer
 from ingest.build import BuildSettings, build_index
-from ingest.html_layout import LayoutError, browser_unavailable
+from ingest.formats.html.layout import LayoutError, browser_unavailable
 from schemas.citations import Answer, Claim, ClaimVerdict, Policy, Support
 from schemas.tables import HTML_PAGE_HEIGHT, HTML_PAGE_WIDTH
 

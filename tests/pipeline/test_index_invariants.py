@@ -16,7 +16,7 @@ import pymupdf
 import pytest
 
 import index
-from ingest.chunker import embed_text
+from ingest.text.chunker import embed_text
 from schemas.records import DocStatus, MediaType, RunKind
 
 from conftest import SHARED_CORPUS

@@ -12,9 +12,9 @@ import pytest
 from fastapi.testclient import TestClient
 
 import index
-from index.drift import check_records
+from index.citations.drift import check_records
 from index.fsck import fsck
-from index.verify import Verifier, resolve, verify_answer
+from index.citations.verify import Verifier, resolve, verify_answer
 from index.viewer.server.app import create_app
 from ingest.build import BuildSettings, build_index
 from schemas.citations import Answer, Claim, DriftStatus, Support

@@ -17,9 +17,9 @@ import pymupdf
 import pytest
 
 import index
-from index.drift import check_records, summarize_drift
+from index.citations.drift import check_records, summarize_drift
 from index.fsck import fsck
-from index.verify import Verifier, resolve
+from index.citations.verify import Verifier, resolve
 from ingest.build import BuildSettings, build_index
 from schemas.citations import Claim, ClaimVerdict, DriftStatus, Support
 from schemas.record_json import read_records, record_line

@@ -38,7 +38,7 @@ TABLES = ("documents", "chunks", "pdf_chars", "pdf_pages", "html_map", "hidden_t
 @pytest.fixture(scope="module")
 def ray_executor():
     ray = pytest.importorskip("ray", reason="ray is not installed (pip install 'spanindex[ray]')")
-    from ingest.ray_executor import RayExecutor, RaySettings
+    from ingest.run.ray_driver import RayExecutor, RaySettings
 
     ray.cloudpickle.register_pickle_by_value(doubles)  # tests/ is not importable on Ray's workers
     before = {p.pid for p in ray_processes()}
@@ -107,8 +107,8 @@ def test_a_reindex_on_ray_embeds_the_edited_documents_chunks_and_reuses_the_rest
 
 
 def test_files_that_crash_or_hang_their_ray_task_become_error_rows_and_the_rest_is_indexed(ray_executor, tmp_path):
-    from ingest.ray_executor import RayExecutor, RaySettings
-    from ingest.worker import FileJob, crashed_result, timed_out_result
+    from ingest.run.ray_driver import RayExecutor, RaySettings
+    from ingest.run.worker import FileJob, crashed_result, timed_out_result
 
     corpus = shutil.copytree(SAMPLE_CORPUS / "docs", tmp_path / "corpus")
     (corpus / "a-crash.md").write_text("This file takes its worker down.")
@@ -135,7 +135,7 @@ sys.path.insert(0, {tests!r})
 import ray, doubles
 from ingest.build import BuildSettings, build_index
 from ingest.corpus import discover
-from ingest.ray_executor import RayExecutor, RaySettings
+from ingest.run.ray_driver import RayExecutor, RaySettings
 ray.cloudpickle.register_pickle_by_value(doubles)
 with RayExecutor(RaySettings(num_cpus=2)) as executor:
     build_index(sys.argv[1], sys.argv[2], BuildSettings(), embedder=doubles.HashingEmbedder(), executor=executor,

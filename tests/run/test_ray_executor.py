@@ -15,12 +15,12 @@ import numpy as np
 import pytest
 
 from ingest.corpus import discover
-from ingest.model import resolve_model
-from ingest.parse import media_type_of
-from ingest.pool import process_in_workers
-from ingest.ray_executor import RayExecutor, RaySettings, _check_reachable
-from ingest.ray_nodes import NodeExpectations, code_fingerprint, node_model
-from ingest.worker import FileJob, WorkerSettings, crashed_result, timed_out_result
+from ingest.embed.model import resolve_model
+from ingest.formats.parse import media_type_of
+from ingest.run.pool import process_in_workers
+from ingest.run.ray_driver import RayExecutor, RaySettings, _check_reachable
+from ingest.run.ray_nodes import NodeExpectations, code_fingerprint, node_model
+from ingest.run.worker import FileJob, WorkerSettings, crashed_result, timed_out_result
 from schemas.errors import ClusterError
 from schemas.records import ChunkerSettings, DocStatus, MediaType
 

@@ -28,7 +28,7 @@ def test_the_set_is_large_varied_and_well_formed():
 @pytest.mark.parametrize("doc_id", sorted({r["doc_id"] for r in ROWS}))
 def test_every_answer_is_text_of_its_document(doc_id):
     needs_shared_corpus()
-    from ingest.parse import media_type_of, parse_document
+    from ingest.formats.parse import media_type_of, parse_document
 
     path = conftest.SHARED_CORPUS / doc_id
     text = parse_document(path.read_bytes(), doc_id, media_type_of(doc_id)).parsed.text

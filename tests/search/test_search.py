@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 import index
-from ingest.normalize import normalize
+from ingest.text.normalize import normalize
 
 pytestmark = pytest.mark.slow
 

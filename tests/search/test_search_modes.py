@@ -20,7 +20,7 @@ import index
 from index.cli import main
 from index.fsck import fsck
 from ingest.build import BuildSettings, build_index
-from ingest.lexical import lexical_metadata, lexical_table, lexical_texts, lexical_tokens
+from ingest.store.lexical import lexical_metadata, lexical_table, lexical_texts, lexical_tokens
 from schemas.errors import IndexFormatError, ModelError, SpanindexError
 from schemas.layout import LEXICAL_FILE, MANIFEST
 from schemas.manifest import manifest_to_json, read_manifest

@@ -1,5 +1,5 @@
 """A document's large tables travel from its worker to the build through spill files
-(ingest.spill); the index they make is the one the same rows make when passed in memory."""
+(ingest.store.spill); the index they make is the one the same rows make when passed in memory."""
 
 from __future__ import annotations
 
@@ -9,10 +9,10 @@ from collections import Counter
 import pyarrow.parquet as pq
 import pytest
 
-import ingest.spill
-import ingest.worker
+import ingest.store.spill
+import ingest.run.worker
 from ingest.build import BuildSettings, build_index
-from ingest.write import ROW_GROUP_ROWS
+from ingest.store.write import ROW_GROUP_ROWS
 from schemas.layout import IndexPaths, read_current
 
 from conftest import SAMPLE_CORPUS
@@ -46,22 +46,22 @@ def _tables(index_dir):
 def test_spilled_tables_make_the_index_that_rows_in_memory_make(tmp_path, monkeypatch):
     corpus = _corpus(tmp_path)
     written = []
-    write_spill = ingest.spill.write_spill
+    write_spill = ingest.store.spill.write_spill
 
     def counting_write_spill(path, pieces):
         rows = write_spill(path, pieces)
         written.append((path.name.split(".")[1], rows))
         return rows
 
-    monkeypatch.setattr(ingest.worker, "write_spill", counting_write_spill)
+    monkeypatch.setattr(ingest.run.worker, "write_spill", counting_write_spill)
     settings = BuildSettings(workers=1)  # in this process, where SPILL_ROWS is patched
 
-    monkeypatch.setattr(ingest.worker, "SPILL_ROWS", {name: 1 << 40 for name in ROW_GROUP_ROWS})
+    monkeypatch.setattr(ingest.run.worker, "SPILL_ROWS", {name: 1 << 40 for name in ROW_GROUP_ROWS})
     build_index(corpus, tmp_path / "in-memory", settings, embedder=HashingEmbedder())
     assert written == []
 
     # Every table of more than 5 rows spills, in record batches of 5 rows.
-    monkeypatch.setattr(ingest.worker, "SPILL_ROWS", {name: 5 for name in ROW_GROUP_ROWS})
+    monkeypatch.setattr(ingest.run.worker, "SPILL_ROWS", {name: 5 for name in ROW_GROUP_ROWS})
     build_index(corpus, tmp_path / "spilled", settings, embedder=HashingEmbedder())
     memory_tables, memory_vectors, memory_files = _tables(tmp_path / "in-memory")
     # Each table of a document's rows that some document has more than 5 rows of spilled (documents
@@ -87,8 +87,8 @@ def test_a_spill_file_gives_back_its_pieces_in_order_and_is_removed(tmp_path, ro
 
     table = pa.table({"n": list(range(rows)), "s": [f"row {i}" for i in range(rows)]})
     path = tmp_path / "t.arrow"
-    assert ingest.spill.write_spill(path, (table.slice(a, 5) for a in range(0, rows, 5))) == rows
-    pieces = list(ingest.spill.read_spill(path))
+    assert ingest.store.spill.write_spill(path, (table.slice(a, 5) for a in range(0, rows, 5))) == rows
+    pieces = list(ingest.store.spill.read_spill(path))
     assert [p.num_rows for p in pieces] == [min(5, rows - a) for a in range(0, rows, 5)]
     assert pa.concat_tables(pieces).equals(table)
     assert not path.exists()

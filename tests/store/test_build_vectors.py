@@ -13,7 +13,7 @@ import pytest
 
 import index
 from index.fsck import fsck
-from ingest import faiss_index
+from ingest.store import faiss_index
 from ingest.build import BuildSettings, build_index
 from schemas.layout import MANIFEST, IndexPaths, read_current
 from schemas.manifest import read_manifest
@@ -148,7 +148,7 @@ def test_a_full_build_or_another_factory_builds_the_vector_index_anew(tmp_path, 
 
 @pytest.mark.slow
 def test_an_onnx_index_is_searched_with_the_onnx_backend(tmp_path):
-    from ingest.embed_onnx import OnnxEmbedder
+    from ingest.embed.onnx_backend import OnnxEmbedder
     from schemas.embedding import EmbedBackend
 
     idx_dir = tmp_path / "idx"

@@ -9,7 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from conftest import examples
-from ingest.faiss_index import (
+from ingest.store.faiss_index import (
     FLAT_MAX_VECTORS,
     apply_search_params,
     build_ann,

@@ -15,10 +15,10 @@ import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from index.fusion import fuse
-from index.lexical import LexicalIndex
-from ingest import lexical as lexical_module
-from ingest.lexical import LEXICAL, lexical_metadata, lexical_table, lexical_texts, lexical_tokens, write_lexical
+from index.search.fusion import fuse
+from index.search.lexical import LexicalIndex
+from ingest.store import lexical as lexical_module
+from ingest.store.lexical import LEXICAL, lexical_metadata, lexical_table, lexical_texts, lexical_tokens, write_lexical
 from schemas.tables import META_LEXICAL
 from schemas.errors import IndexFormatError
 from schemas.records import SearchHit
@@ -95,7 +95,7 @@ def test_tokens_are_folded_words_without_separators(text):
 
 
 def _has_bigram_script(token: str) -> bool:
-    from ingest.lexical import _bigram_script
+    from ingest.store.lexical import _bigram_script
 
     return any(_bigram_script(c) for c in token)
 
@@ -105,7 +105,7 @@ def _has_bigram_script(token: str) -> bool:
 def test_tokens_of_space_separated_words_are_the_words_tokens(words):
     """Outside the bigram scripts, a text's tokens are its words' tokens in order: nothing leaks
     across a space, and the query side (one word) gets what the document side (many) got."""
-    from ingest.lexical import _bigram_script
+    from ingest.store.lexical import _bigram_script
 
     words = [w for w in words if not any(_bigram_script(c) for c in unicodedata.normalize("NFKC", w))]
     joined = lexical_tokens(" ".join(words))
@@ -166,7 +166,7 @@ def test_fusion_keeps_each_chunk_once_best_first(dense, lexical, k):
 def test_the_labelled_answers_tokens_are_in_their_documents_tokens():
     """Every answer of the labelled set, tokenised as a query, finds its tokens in its document."""
     needs_shared_corpus()
-    from ingest.parse import media_type_of, parse_document
+    from ingest.formats.parse import media_type_of, parse_document
 
     rows = [json.loads(line) for line in QA.read_text(encoding="utf-8").splitlines()]
     texts = {}
@@ -182,9 +182,9 @@ def test_the_labelled_answers_tokens_are_in_their_documents_tokens():
 
 def test_hidden_text_never_draws_a_lexical_search(tokenizer):
     """What a reader cannot see is left out of the lexical index, as it is left out of the vectors."""
-    from index.lexical import LexicalIndex
-    from ingest.chunker import chunk_spans, make_chunks
-    from ingest.lexical import lexical_texts
+    from index.search.lexical import LexicalIndex
+    from ingest.text.chunker import chunk_spans, make_chunks
+    from ingest.store.lexical import lexical_texts
     from schemas.records import ChunkerSettings, HiddenReason, HiddenRun, MediaType, ParsedDocument
     from schemas.tables import chunks_table, hidden_text_table
 

@@ -1,12 +1,12 @@
 """The tables a build writes dictionary-encode only the strings that repeat from row to row
-(``ingest.write.DICTIONARY_COLUMNS``); an offset or box column written with a dictionary costs
+(``ingest.store.write.DICTIONARY_COLUMNS``); an offset or box column written with a dictionary costs
 the build about four times its row group in memory, for a file no smaller."""
 
 from __future__ import annotations
 
 import pyarrow.parquet as pq
 
-from ingest.write import DICTIONARY_COLUMNS, ROW_GROUP_ROWS
+from ingest.store.write import DICTIONARY_COLUMNS, ROW_GROUP_ROWS
 from schemas.layout import TABLE_FILES, IndexPaths, read_current
 
 

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 import index
-import ingest.worker
+import ingest.run.worker
 from index.fsck import fsck
 from ingest.build import BuildSettings, build_index
 from schemas.errors import IndexWriteError
@@ -109,8 +109,8 @@ def _assert_previous_serves_and_nothing_is_left(idx_dir: Path, live: str) -> Non
                      "fsck clean, the failed build's files removed, the next build with space succeeds")
 @pytest.mark.parametrize("spill", [False, True], ids=["in-memory", "spilled"])
 def test_a_disk_that_fills_at_any_point_leaves_the_previous_generation_serving(small_disk, tmp_path, monkeypatch, spill):
-    if spill:  # every table over 50 rows goes through a spill file in the generation (ingest.spill)
-        monkeypatch.setattr(ingest.worker, "SPILL_ROWS", {name: 50 for name in ingest.worker.SPILL_ROWS})
+    if spill:  # every table over 50 rows goes through a spill file in the generation (ingest.store.spill)
+        monkeypatch.setattr(ingest.run.worker, "SPILL_ROWS", {name: 50 for name in ingest.run.worker.SPILL_ROWS})
     corpus = _corpus(tmp_path / "corpus")
     idx_dir = small_disk / "idx"
     _build(corpus, idx_dir)

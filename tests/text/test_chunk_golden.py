@@ -19,13 +19,13 @@ from pathlib import Path
 import pytest
 
 from ingest.corpus import discover
-from ingest.chunker import chunk_spans
-from ingest.parse import media_type_of, parse_document
+from ingest.text.chunker import chunk_spans
+from ingest.formats.parse import media_type_of, parse_document
 from schemas.records import ChunkerSettings, DocStatus, HiddenReason, HiddenRun
 
-from conftest import SAMPLE_CORPUS, SHARED_CORPUS
+from conftest import ROOT, SAMPLE_CORPUS, SHARED_CORPUS
 
-GOLDEN = Path(__file__).parent / "golden" / "chunk_spans.json"
+GOLDEN = ROOT / "tests" / "golden" / "chunk_spans.json"
 REGENERATE = os.environ.get("SPANINDEX_REGENERATE_GOLDEN") == "1"
 
 

@@ -8,8 +8,8 @@ import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from ingest.chunker import chunk_spans, make_chunks
-from ingest.normalize import CONTROL_TO_SPACE
+from ingest.text.chunker import chunk_spans, make_chunks
+from ingest.text.normalize import CONTROL_TO_SPACE
 from schemas.records import ChunkerSettings, MediaType, ParsedDocument
 
 from conftest import examples
@@ -124,7 +124,7 @@ def test_a_cut_prefers_a_space_to_punctuation_glued_to_a_word(tokenizer):
 # Found by hypothesis: BERT deletes U+0080 too, so a cut at it falls inside a word (miscounted by one).
 @example("3\x0c1\u0645\u0631\u062d\u0628\u0627\x800")
 def test_a_long_text_cut_in_pieces_keeps_exact_spans_and_whole_text_token_numbers(tokenizer, text):
-    import ingest.chunker as chunker
+    import ingest.text.chunker as chunker
 
     text = text * 4
     saved = chunker.SEGMENT_CHARS
@@ -145,7 +145,7 @@ def test_a_long_text_cut_in_pieces_keeps_exact_spans_and_whole_text_token_number
 
 
 def test_a_text_cut_in_pieces_differs_from_the_whole_only_near_the_piece_boundaries(tokenizer, monkeypatch):
-    import ingest.chunker as chunker
+    import ingest.text.chunker as chunker
 
     rng = random.Random(3)
     words = "alpha beta gamma delta epsilon zeta eta theta iota kappa lambda mu".split()
@@ -200,7 +200,7 @@ def test_inserting_a_paragraph_keeps_most_chunks_identical(tokenizer):
 @given(documents)
 @example("3\x0c13\x0c100000E\x85x\x00y")
 def test_tokenizing_in_pieces_gives_the_tokens_of_one_call(tokenizer, text):
-    import ingest.chunker as chunker
+    import ingest.text.chunker as chunker
 
     spaced = (text * 3).translate(CONTROL_TO_SPACE)
     whole = tokenizer.encode(spaced, add_special_tokens=False)

@@ -15,8 +15,8 @@ import re
 import pytest
 
 import index
-from index.verify import Verifier
-from ingest.normalize import is_no_space_script
+from index.citations.verify import Verifier
+from ingest.text.normalize import is_no_space_script
 from schemas.citations import Support
 from schemas.records import MediaType, RunKind
 
@@ -212,7 +212,7 @@ def test_vertical_columns_are_read_top_to_bottom_right_to_left_tier_by_tier(gene
 
 def test_pdfjs_vertical_reads_as_its_two_columns():
     from conftest import SHARED_CORPUS
-    from ingest.pdf import parse_pdf
+    from ingest.formats.pdf.parser import parse_pdf
 
     path = SHARED_CORPUS / "pdf" / "pdfjs__vertical.pdf"
     if not path.is_file():

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from ingest.chunker import chunk_spans, make_chunks
-from ingest.hidden import HiddenText
+from ingest.text.chunker import chunk_spans, make_chunks
+from ingest.text.hidden import HiddenText
 from schemas.citations import Citation, CitationStatus, ClaimRecord, ClaimVerdict
 from schemas.record_json import claim_record_from_json, record_line
 from schemas.records import ChunkerSettings, HiddenReason, HiddenRun, MediaType, ParsedDocument
@@ -68,7 +68,7 @@ def test_a_citation_of_hidden_text_keeps_its_warning_through_json():
 
 def test_dense_search_never_returns_a_chunk_a_reader_cannot_see_any_of(tmp_path):
     import index
-    from index.search import dense_search
+    from index.search.modes import dense_search
     from ingest.build import BuildSettings, build_index
 
     from doubles import HashingEmbedder

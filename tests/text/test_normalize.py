@@ -8,7 +8,7 @@ import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from ingest.normalize import (
+from ingest.text.normalize import (
     CONTROL_TO_SPACE,
     CONTROLS,
     SEPARATORS,

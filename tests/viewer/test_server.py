@@ -15,7 +15,7 @@ from fastapi.testclient import TestClient
 
 import index
 from index.cli import main
-from index.verify import resolve
+from index.citations.verify import resolve
 from index.viewer.marked_source import HIT_ID, marked_html
 from index.viewer.server.app import create_app
 from index.viewer.source_views import ViewBuilder, ViewKind
@@ -402,7 +402,7 @@ def test_the_report_is_self_contained_and_allows_only_its_own_script(answer, idx
 
 
 def test_a_report_with_a_source_base_links_the_live_html_page_at_its_text_fragment(answer, idx):
-    from index.verify import verify_answer
+    from index.citations.verify import verify_answer
     from index.viewer.report import render_report
     from schemas.answer_json import parse_answer
 
@@ -461,7 +461,7 @@ def test_the_server_follows_a_reindex_to_the_new_generation(tmp_path):
 
 
 def test_a_report_carries_each_cited_html_page_once_with_marks_for_every_citation(idx):
-    from index.verify import verify_answer
+    from index.citations.verify import verify_answer
     from index.viewer.report import render_report
     from schemas.answer_json import parse_answer
 

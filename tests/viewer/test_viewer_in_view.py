@@ -75,7 +75,7 @@ def plain_index(tmp_path_factory) -> Path:
 
 @pytest.fixture(scope="module")
 def laid_out_index(tmp_path_factory) -> Path:
-    from ingest.html_layout import browser_unavailable
+    from ingest.formats.html.layout import browser_unavailable
 
     if browser_unavailable():
         pytest.skip(browser_unavailable())

@@ -17,10 +17,10 @@ from fastapi.responses import JSONResponse
 from pydantic import BaseModel
 from starlette.requests import ClientDisconnect
 
-from index.chunk_tokens import ChunkToken, chunk_tokens
+from index.viewer.chunk_tokens import ChunkToken, chunk_tokens
 from index.inspect import ChunkPlace, inspect_chunk
-from index.search import search_mode
-from index.verify import verify_answer
+from index.search.modes import search_mode
+from index.citations.verify import verify_answer
 from index.viewer.server.state import ServerState, refuse_answer
 from schemas.answer_json import ANSWER_DESCRIPTION, NOT_FROM_THE_MODEL, REQUIRED, answer_json_schema, parse_answer
 from schemas.citations import Answer, ClaimRecord, Policy, VerifySummary

@@ -21,10 +21,10 @@ from fastapi.staticfiles import StaticFiles
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.middleware.trustedhost import TrustedHostMiddleware
 
-from index.chunk_tokens import chunk_tokens
+from index.viewer.chunk_tokens import chunk_tokens
 from index.inspect import inspect_chunk
-from index.search import search_mode
-from index.verify import verify_answer
+from index.search.modes import search_mode
+from index.citations.verify import verify_answer
 from index.viewer.claims import answer_views
 from index.viewer.marked_source import defused_html
 from index.viewer.page_images import DEFAULT_ZOOM

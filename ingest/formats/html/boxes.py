@@ -4,7 +4,7 @@ A box counts where the reader sees it: inside the laid-out document, inside what
 clips it, inside the box it scrolls in, and on the page images (``HTML_PAGE_WIDTH``
 wide); the layout is cut into pages of ``HTML_PAGE_HEIGHT`` and each box is made
 relative to its page's top. Each character gets a verdict from its box and its
-element's computed style (``ingest.html_layout_js.MEASURE``): no box because a style
+element's computed style (``ingest.formats.html.layout_js.MEASURE``): no box because a style
 hides it, off the page, clipped, under 1 px, zero-sized, transparent, or in the
 colour of what lies under it; inside ``aria-hidden`` the reason is ``aria_hidden``.
 Content of a closed ``<details>`` or a form control is the reader's to open: not hidden.

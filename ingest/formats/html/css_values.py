@@ -1,6 +1,6 @@
 """The few CSS values that decide whether inline-styled text can be seen: colours, lengths.
 
-Used where no browser is at hand (``ingest.html_visibility``): declarations of a
+Used where no browser is at hand (``ingest.formats.html.visibility``): declarations of a
 ``style`` attribute, read as a browser would read the ones that matter, and
 nothing more. Anything this module cannot read is ``None``: unknown, never a guess.
 """

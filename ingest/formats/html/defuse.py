@@ -1,6 +1,6 @@
 """Untrusted HTML made inert: nothing in it can run, and nothing in it can load.
 
-The page is rebuilt token by token from the decoded source (``ingest.html_tokens``,
+The page is rebuilt token by token from the decoded source (``ingest.formats.html.tokens``,
 the tokenizer whose offsets the source map counts), so that every text token is
 copied verbatim and can be found again by its source range. On the way, whatever
 could run or reach out is left out: ``<script>`` and other active elements, ``on*``
@@ -13,7 +13,7 @@ presentation attributes become ``none`` (same-document ``url(#id)`` stays), and
 never copied, so malformed markup cannot smuggle anything through.
 
 Two users: the viewer shows the result (with marks) in a sandboxed frame under a
-restrictive CSP, the second wall; the layout stage (``ingest.html_layout``) has a
+restrictive CSP, the second wall; the layout stage (``ingest.formats.html.layout``) has a
 headless browser lay it out, every request blocked as well.
 """
 
@@ -23,8 +23,8 @@ import html
 import re
 from collections.abc import Iterator, Sequence
 
-from ingest.html_tags import BREAKOUT
-from ingest.html_tokens import END, RAW, START, TEXT, Tokenizer, parse_attrs
+from ingest.formats.html.tags import BREAKOUT
+from ingest.formats.html.tokens import END, RAW, START, TEXT, Tokenizer, parse_attrs
 
 # Elements dropped with their tags; those the tokenizer reads as raw text lose their content too.
 DROPPED = frozenset({

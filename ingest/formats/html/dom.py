@@ -1,7 +1,7 @@
 """The DOM the browser built from a page, mapped back to the source the document text came from.
 
 Before the page is loaded, a comment ``<!--start:end-->`` naming its source range is
-written before every text token (``ingest.html_layout.layout_source``). Comments
+written before every text token (``ingest.formats.html.layout.layout_source``). Comments
 neither render nor join text, so a marker claims the text node right after it (the
 parser may have reconstructed formatting elements around it: ``<p><b>x<p>y`` puts a
 new ``<b>`` around "y"), and that node's text must equal the token's text as the
@@ -22,7 +22,7 @@ import unicodedata
 
 import numpy as np
 
-from ingest.html_text import charref
+from ingest.formats.html.text import charref
 from schemas.records import ParsedDocument, RunKind
 
 _DOM_SPECIAL = re.compile(r"\r\n?|\x00|&")

@@ -2,12 +2,12 @@
 
 The stage takes a parsed HTML document (its text and the runs that map it to the
 decoded source), has headless Chromium lay out the *defused* source
-(``ingest.html_defuse``: no script, nothing that loads; page scripts are off and
+(``ingest.formats.html.defuse``: no script, nothing that loads; page scripts are off and
 every request is refused as well) at ``PAGE_WIDTH`` CSS px, and measures each
-character of the document text with ``Range.getClientRects`` (``ingest.html_layout_js``),
+character of the document text with ``Range.getClientRects`` (``ingest.formats.html.layout_js``),
 in one call per page. The characters are found in the DOM through comments that
-name their source ranges (``ingest.html_dom``); the boxes become pages of
-``PAGE_HEIGHT``, line runs and visibility verdicts (``ingest.html_boxes``).
+name their source ranges (``ingest.formats.html.dom``); the boxes become pages of
+``PAGE_HEIGHT``, line runs and visibility verdicts (``ingest.formats.html.boxes``).
 
 One browser serves a process (``shared_browser``), document after document, in one
 page: a build's worker lays all its HTML documents out in it, the viewer takes page
@@ -29,10 +29,10 @@ from pathlib import Path
 
 import numpy as np
 
-from ingest.html_boxes import NODE_FIELDS, measured_boxes, pages
-from ingest.html_defuse import Defuser
-from ingest.html_dom import DomMap, caret_on_char
-from ingest.html_layout_js import COLLECT, HIT_TEST, MEASURE
+from ingest.formats.html.boxes import NODE_FIELDS, measured_boxes, pages
+from ingest.formats.html.defuse import Defuser
+from ingest.formats.html.dom import DomMap, caret_on_char
+from ingest.formats.html.layout_js import COLLECT, HIT_TEST, MEASURE
 from schemas.errors import DocumentError, SpanindexError
 from schemas.records import HiddenRun, ParsedDocument, PdfCharRun
 from schemas.tables import HTML_PAGE_HEIGHT, HTML_PAGE_WIDTH

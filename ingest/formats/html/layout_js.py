@@ -45,7 +45,7 @@ COLLECT = r"""
 
 # Per requested character (node, UTF-16 start, end; int32, base64): its first non-empty client rectangle in
 # document coordinates (NaN where the browser laid out nothing). Per requested node: what its
-# element's computed style says about visibility (see ``NODE_FIELDS`` in ingest.html_boxes).
+# element's computed style says about visibility (see ``NODE_FIELDS`` in ingest.formats.html.boxes).
 MEASURE = r"""
 (req) => {
   const nodes = window.__spanindexNodes;

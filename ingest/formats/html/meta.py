@@ -12,8 +12,8 @@ from __future__ import annotations
 import html
 from urllib.parse import urlsplit
 
-from ingest.html_tags import IN_HEAD
-from ingest.html_tokens import END, START, TEXT, Tokenizer, parse_attrs
+from ingest.formats.html.tags import IN_HEAD
+from ingest.formats.html.tokens import END, START, TEXT, Tokenizer, parse_attrs
 
 
 def canonical_url(decoded_source: str) -> str:

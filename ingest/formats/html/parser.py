@@ -7,9 +7,9 @@ exactly one ``HtmlRun`` (see ``schemas.records``): copied source text, one
 character reference, one collapsed run of whitespace, or a separator the parser
 inserted (an empty source range at the tag that caused it).
 
-Positions come from ``ingest.html_tokens``; this module is the tree builder: a
+Positions come from ``ingest.formats.html.tokens``; this module is the tree builder: a
 stack of open elements with the implicit closes of the HTML standard that
-decide what is hidden and where blocks end, feeding ``ingest.html_text.TextBuilder``.
+decide what is hidden and where blocks end, feeding ``ingest.formats.html.text.TextBuilder``.
 """
 
 from __future__ import annotations
@@ -18,9 +18,9 @@ import re
 from collections import Counter
 from html import unescape
 
-from ingest.encoding import decode_source
-from ingest.html_meta import canonical_url
-from ingest.html_tags import (
+from ingest.formats.encoding import decode_source
+from ingest.formats.html.meta import canonical_url
+from ingest.formats.html.tags import (
     BREAKOUT,
     BUTTON_SCOPE,
     CLOSES_P,
@@ -40,9 +40,9 @@ from ingest.html_tags import (
     TABLE_SCOPE,
     VOID,
 )
-from ingest.html_text import LINE, PARAGRAPH, TAB, TextBuilder, charref
-from ingest.html_tokens import END, START, TEXT, Tokenizer, parse_attrs
-from ingest.html_visibility import ROOT_STYLE, InlineStyles, hidden_runs
+from ingest.formats.html.text import LINE, PARAGRAPH, TAB, TextBuilder, charref
+from ingest.formats.html.tokens import END, START, TEXT, Tokenizer, parse_attrs
+from ingest.formats.html.visibility import ROOT_STYLE, InlineStyles, hidden_runs
 from schemas.records import MediaType, ParsedDocument, RunKind
 
 # Whitespace that is not a lone space, character references, NUL.

@@ -2,12 +2,12 @@
 
 Which elements separate blocks (and how strongly), which hide their content,
 which are void, preformatted, or close an open paragraph, and the scopes the
-tree builder in ``ingest.html`` needs for its implicit closes.
+tree builder in ``ingest.formats.html.parser`` needs for its implicit closes.
 """
 
 from __future__ import annotations
 
-from ingest.html_text import LINE, PARAGRAPH
+from ingest.formats.html.text import LINE, PARAGRAPH
 
 SEPARATOR = {
     **dict.fromkeys(

@@ -4,7 +4,7 @@ The parser already leaves out what ``hidden``, inline ``display:none`` and inlin
 ``visibility:hidden`` hide. What it keeps, this module judges from the inline
 ``style`` attributes and the presentational attributes (``<font color>``,
 ``bgcolor``) of the elements the text sits in, as the tree builder of
-``ingest.html`` opens and closes them: a font under 1 px (``font-size:0``,
+``ingest.formats.html.parser`` opens and closes them: a font under 1 px (``font-size:0``,
 ``font: 0/0 a``), transparent text or ``opacity:0``, text in the colour of the
 background an ancestor declares, text moved off the page (a large negative
 offset, margin, indent or translation), clipped away (``clip: rect(0 0 0 0)``,
@@ -15,7 +15,7 @@ from every reader: the reason is then ``aria_hidden``.
 The tree builder keeps each open element's ``Style`` on its stack and tells its
 text builder the reason in force, so the verdicts come with the parse itself
 (``ParsedDocument.hidden_runs``). What style sheets do (a class that hides, a dark
-page background) is beyond the source: ``ingest.html_layout`` asks a browser.
+page background) is beyond the source: ``ingest.formats.html.layout`` asks a browser.
 ``SOURCE_ONLY`` says so, for the build to tell.
 """
 
@@ -25,7 +25,7 @@ import re
 from dataclasses import dataclass
 from html import unescape
 
-from ingest.css_values import (
+from ingest.formats.html.css_values import (
     Color,
     background_color,
     contrast,
@@ -36,13 +36,13 @@ from ingest.css_values import (
     over,
     parse_color,
 )
-from ingest.html_tokens import parse_attrs
+from ingest.formats.html.tokens import parse_attrs
 from schemas.records import HiddenReason, HiddenRun
 
 SOURCE_ONLY = ("hidden text judged from the HTML source alone (hidden attributes and inline styles); "
                "what style sheets hide needs --html-layout")
 
-MIN_CONTRAST = 1.1  # as ingest.html_boxes
+MIN_CONTRAST = 1.1  # as ingest.formats.html.boxes
 MIN_ALPHA = 0.05
 FAR = -500.0  # px: an offset this far up or left puts text off any page
 _WHITE: Color = (255.0, 255.0, 255.0, 1.0)
@@ -72,9 +72,9 @@ ROOT_STYLE = Style()
 
 
 class InlineStyles:
-    """The styles the tree builder of ``ingest.html`` keeps on its stack of open elements.
+    """The styles the tree builder of ``ingest.formats.html.parser`` keeps on its stack of open elements.
 
-    >>> from ingest.html import parse_html_text
+    >>> from ingest.formats.html.parser import parse_html_text
     >>> doc = parse_html_text('<p>Seen <span style="font-size:0">unseen</span> <b style="color:#fff">white</b></p>', "p.html")
     >>> [(doc.text[r.start:r.end], r.reason.value) for r in doc.hidden_runs]
     [('unseen', 'tiny'), ('white', 'background_color')]

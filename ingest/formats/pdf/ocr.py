@@ -1,7 +1,7 @@
 """Which pages of a PDF are read by OCR, and the text they get from it.
 
 ``--ocr auto`` reads the pages whose text layer is missing or is not text (see
-``ingest.text_layer``); ``force`` reads every page. OCR text goes through the
+``ingest.formats.pdf.text_layer``); ``force`` reads every page. OCR text goes through the
 same page text as a text layer: lines, a synthetic space between words, a run
 of real characters per word group with a box per character, plus each
 character's word confidence. A garbled or unmapped layer is replaced only when
@@ -17,9 +17,9 @@ from dataclasses import dataclass, field
 import numpy as np
 import pymupdf
 
-from ingest.ocr import OcrPage, find_tesseract, ocr_page
-from ingest.pdf_page import PageText
-from ingest.text_layer import (
+from ingest.formats.pdf.page import PageText
+from ingest.formats.pdf.tesseract import OcrPage, find_tesseract, ocr_page
+from ingest.formats.pdf.text_layer import (
     SPARSE_CHARS,
     SPARSE_IMAGE_SHARE,
     LayerVerdict,

@@ -38,10 +38,10 @@ from operator import itemgetter
 import numpy as np
 import pymupdf
 
-from ingest.passwords import PasswordLine
-from ingest.pdf_ocr import OcrSettings, read_pages
-from ingest.pdf_page import BLOCK_SEPARATOR, EMPTY_PAGE, LINE_SEPARATOR, PAGE_SEPARATOR, PageText, to_displayed
-from ingest.pdf_visibility import hidden_codes, hidden_runs, styles_of_spans
+from ingest.formats.pdf.passwords import PasswordLine
+from ingest.formats.pdf.ocr import OcrSettings, read_pages
+from ingest.formats.pdf.page import BLOCK_SEPARATOR, EMPTY_PAGE, LINE_SEPARATOR, PAGE_SEPARATOR, PageText, to_displayed
+from ingest.formats.pdf.visibility import hidden_codes, hidden_runs, styles_of_spans
 from schemas.errors import CorruptDocumentError, DocumentTooLargeError, EncryptedDocumentError
 from schemas.records import HiddenRun, MediaType, ParsedDocument, PdfCharRun, PdfPage
 
@@ -90,9 +90,9 @@ def parse_pdf(
     no page can be read, and ``DocumentTooLargeError`` when it has more than ``max_pages``
     (before any page is read). Pages without a text layer are not an error: they have
     ``has_text=False`` and a warning names them. With ``ocr`` (see
-    ``ingest.pdf_ocr``), Tesseract reads the pages it selects, and their text
+    ``ingest.formats.pdf.ocr``), Tesseract reads the pages it selects, and their text
     and boxes come from OCR (``PdfPage.ocr``, ``PdfCharRun.ocr_confidence``).
-    Text a reader cannot see is in ``hidden_runs`` (see ``ingest.pdf_visibility``).
+    Text a reader cannot see is in ``hidden_runs`` (see ``ingest.formats.pdf.visibility``).
 
     >>> doc = pymupdf.open()
     >>> _ = doc.new_page().insert_text((72, 72), "Hi there")

@@ -21,7 +21,7 @@ holds for every script):
   case (CJK, Arabic, Hebrew, Thai...) never count as misshapen: their layers
   are trusted unless unmapped.
 
-A fourth verdict needs the page, not only its text (``ingest.pdf_ocr``):
+A fourth verdict needs the page, not only its text (``ingest.formats.pdf.ocr``):
 **sparse**, fewer than ``SPARSE_CHARS`` visible characters over images that
 cover at least half the page: a scan with a digital stamp, a Bates number or a
 page number. OCR reads the whole page, and replaces the layer when it reads at

@@ -57,7 +57,7 @@ from dataclasses import dataclass
 import numpy as np
 import pymupdf
 
-from ingest.pdf_page import to_displayed
+from ingest.formats.pdf.page import to_displayed
 from schemas.records import HiddenReason, HiddenRun
 
 # MuPDF's per-character flags (fz_stext_char.flags), reported per span as "char_flags".

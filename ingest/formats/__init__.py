@@ -1,0 +1,20 @@
+"""Source formats: a file's bytes in, a ``ParsedDocument`` out (or a document error row).
+
+Takes the bytes of one file and its media type; gives the document text, the map from every
+character back to the file (PDF page and glyph box, HTML source range, identity for text),
+hidden-text runs and warnings. ``parse_document`` turns any parser failure into the document's
+error row. One package per format: ``pdf/`` (PyMuPDF, Tesseract for scans, passwords), ``html/``
+(a positional tokenizer, the tree builder, and the optional Chromium layout), ``text.py``
+(Markdown and plain text); ``encoding.py`` decodes text formats as a browser would.
+"""
+
+import lazy_loader
+
+__getattr__, __dir__, __all__ = lazy_loader.attach(__name__, submod_attrs={
+    "parse": ["PARSER_VERSION", "media_type_of", "parse_document"],
+    "pdf.passwords": ["Passwords"],
+    "pdf.tesseract": ["describe", "find_tesseract", "resolve_ocr"],
+    "html.defuse": ["Defuser"],
+    "html.layout": ["HtmlLayout", "LayoutError", "LayoutStats", "close_shared_browser", "layout_engine",
+                    "shared_browser"],
+})

@@ -1,0 +1,16 @@
+"""Document text to chunks: normalised views with maps back, hidden runs, the chunker.
+
+Takes a ``ParsedDocument``'s text and hidden runs and the model's tokenizer; gives chunks whose
+offsets index the unnormalised text exactly (``chunker``), the strings that are embedded and
+matched (``normalize``, each with its map back to the text) and the hidden-text queries both
+need (``hidden``). The reader imports these too: it must normalise as the writer did.
+"""
+
+import lazy_loader
+
+__getattr__, __dir__, __all__ = lazy_loader.attach(__name__, submod_attrs={
+    "chunker": ["chunk_spans", "embed_text", "make_chunks"],
+    "hidden": ["HiddenText"],
+    "normalize": ["NORMALIZER_VERSION", "NormalizedText", "is_no_space_script", "normalize",
+                  "normalize_with_map"],
+})
