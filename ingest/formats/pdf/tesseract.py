@@ -96,8 +96,8 @@ def _find_tesseract(languages: str, search_path: str, tessdata_prefix: str) -> T
     if executable is None:
         raise OcrError("the tesseract program is not on PATH (Debian: apt-get install tesseract-ocr)")
     try:
-        version_run = _run([executable, "--version"], timeout=30)
-        languages_run = _run([executable, "--list-langs"], timeout=30)
+        version_run = _run([executable, "--version"], timeout=30, die_with_parent=False)
+        languages_run = _run([executable, "--list-langs"], timeout=30, die_with_parent=False)
     except (OSError, subprocess.SubprocessError) as exc:
         raise OcrError(f"{executable} does not run: {exc}") from exc
     match = _VERSION.search(version_run.stdout.decode("utf-8", "replace"))
@@ -393,17 +393,31 @@ def _stderr_tail(stderr: bytes) -> str:
     return text[-_MAX_STDERR_CHARS:] if text else "no message"
 
 
-def _run(command: list[str], timeout: float | None, stdin: bytes | None = None) -> subprocess.CompletedProcess:
+def _run(command: list[str], timeout: float | None, stdin: bytes | None = None,
+         die_with_parent: bool = True) -> subprocess.CompletedProcess:
+    """Run tesseract; with ``die_with_parent`` (a page read in a worker that --doc-timeout may
+    kill), the kernel kills it when its parent dies (Linux: PR_SET_PDEATHSIG).
+
+    util-linux's ``setpriv`` sets that signal and execs the program where it exists. A
+    ``preexec_fn`` does it otherwise, but makes Python fork instead of vfork, and a fork runs the
+    process's at-fork handlers: in a Ray Client driver gRPC's made ``tesseract --list-langs`` fail
+    (its message in tesseract's stderr), so the build went on without OCR.
+    """
     env = {**os.environ, "OMP_THREAD_LIMIT": "1"}
+    preexec = None
+    if die_with_parent and sys.platform.startswith("linux"):
+        if _setpriv():
+            command = [_setpriv(), "--pdeathsig", "KILL", "--", *command]
+        else:
+            preexec = _die_with_parent
     return subprocess.run(
-        command,
-        input=stdin,
-        capture_output=True,
-        timeout=timeout,
-        env=env,
-        check=False,
-        preexec_fn=_die_with_parent if sys.platform.startswith("linux") else None,
+        command, input=stdin, capture_output=True, timeout=timeout, env=env, check=False, preexec_fn=preexec,
     )
+
+
+@functools.cache
+def _setpriv() -> str | None:
+    return shutil.which("setpriv")
 
 
 _PR_SET_PDEATHSIG = 1

@@ -1,0 +1,236 @@
+"""Ray gives what a local run gives: tasks the pool's results, actors the in-process vectors, a build
+on Ray the local build row for row, with the same reuse and the same error rows.
+
+One real Ray instance (2 CPUs) serves every test of this module: it is started by the first test
+that asks for it and stopped after the last, and nothing it started may be left running then.
+(The tests that start and stop Ray themselves are in ``test_ray_instances.py``.) The module
+skips when Ray is not installed.
+"""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from index.fsck import fsck
+from index.store import Generation
+from ingest.build import BuildSettings, build_index
+from ingest.corpus import discover
+from ingest.embed.model import resolve_model
+from ingest.formats.parse import media_type_of
+from ingest.run.pool import process_in_workers
+from ingest.run.ray_driver import RayExecutor, RaySettings
+from ingest.run.worker import FileJob, WorkerSettings, crashed_result, timed_out_result
+from schemas.errors import ClusterError
+from schemas.layout import IndexPaths, read_current
+from schemas.records import ChunkerSettings, DocStatus, MediaType
+
+import doubles
+from conftest import SAMPLE_CORPUS, SHARED_CORPUS, needs_shared_corpus
+from doubles import HashingEmbedder
+from doubles import process_source_failing_on_marked_files as failing
+from ray_processes import EXIT_WAIT_S, ray_processes, wait_for_no_strays, wait_until_none
+
+pytestmark = [pytest.mark.slow, pytest.mark.spawns]  # a Ray instance: processes, and seconds to start
+
+TABLES = ("documents", "chunks", "pdf_chars", "pdf_pages", "html_map", "hidden_text")
+
+
+@pytest.fixture(scope="module")
+def ray_executor():
+    ray = pytest.importorskip("ray", reason="ray is not installed (pip install 'spanindex[ray]')")
+    # Ray pickles functions by reference, and tests/ is not importable on Ray's workers.
+    ray.cloudpickle.register_pickle_by_value(doubles)
+    before = {p.pid for p in ray_processes()}
+    with RayExecutor(RaySettings(num_cpus=2)) as running:
+        started = {p.info["name"] for p in ray_processes() if p.pid not in before}
+        assert {"raylet", "gcs_server"} <= started, f"the stray check would see nothing: {started}"
+        yield running
+    strays = wait_for_no_strays(before)
+    assert not strays, f"Ray processes left running after shutdown: {strays}"
+
+
+def live_generation(index_dir: Path) -> Generation:
+    paths = IndexPaths(Path(index_dir))
+    return Generation(paths, read_current(paths))
+
+
+def assert_same_generation(mine: Path, theirs: Path, atol: float, same_files: bool = True) -> None:
+    """Row for row the same tables, vectors equal within ``atol``, and (unless an index keeps
+    older generations' texts) the same texts and sources."""
+    a, b = live_generation(mine), live_generation(theirs)
+    for name in TABLES:
+        assert a.table(name).equals(b.table(name)), f"{name} differs"
+    assert a.manifest.files == b.manifest.files and a.manifest.documents_by_status == b.manifest.documents_by_status
+    assert a.vectors().shape == b.vectors().shape
+    np.testing.assert_allclose(a.vectors(), b.vectors(), atol=atol, rtol=0)
+    for folder in ("texts", "sources") if same_files else ():
+        names = sorted(p.name for p in (Path(mine) / folder).iterdir())
+        assert names == sorted(p.name for p in (Path(theirs) / folder).iterdir()), folder
+    assert fsck(mine) == []
+
+
+# -- builds -----------------------------------------------------------------------------------
+
+
+def test_the_ray_build_of_the_sample_corpus_is_the_local_build_with_the_real_model(ray_executor, sample_index, tmp_path):
+    report = build_index(SAMPLE_CORPUS, tmp_path / "idx", BuildSettings(), executor=ray_executor)
+    assert report.chunks_embedded == report.chunks > 0 and report.by_status["ok"] > 5
+    assert_same_generation(tmp_path / "idx", sample_index, atol=1e-5)
+
+
+def test_the_ray_build_of_the_shared_corpus_is_the_local_build(ray_executor, shared_index, tmp_path):
+    needs_shared_corpus()
+    report = build_index(SHARED_CORPUS, tmp_path / "idx", BuildSettings(), embedder=HashingEmbedder(),
+                         executor=ray_executor)
+    assert report.by_status["ok"] > 20
+    assert_same_generation(tmp_path / "idx", shared_index, atol=0)  # the same embedder, run in an actor
+
+
+def test_a_reindex_on_ray_embeds_the_edited_documents_chunks_and_reuses_the_rest(ray_executor, tmp_path):
+    corpus = shutil.copytree(SAMPLE_CORPUS, tmp_path / "corpus")
+    first = build_index(corpus, tmp_path / "idx", BuildSettings(), embedder=HashingEmbedder(), executor=ray_executor)
+    before = live_generation(tmp_path / "idx").table("chunks").to_pylist()
+    edited = corpus / "docs" / "long-policy.md"
+    text = edited.read_text()
+    middle = text.index("\n\n", len(text) // 2)
+    edited.write_text(text[:middle] + " A sentence added in the middle of the policy." + text[middle:])
+
+    second = build_index(corpus, tmp_path / "idx", BuildSettings(), embedder=HashingEmbedder(), executor=ray_executor)
+    after = live_generation(tmp_path / "idx").table("chunks").to_pylist()
+    assert (second.changed, second.added, second.removed, second.unchanged) == (1, 0, 0, first.n_files - 1)
+    known = {row["embed_sha256"] for row in before}
+    new_texts = {row["embed_sha256"] for row in after if row["embed_sha256"] not in known}
+    assert second.chunks_embedded == len(new_texts) > 0
+    assert all(row["doc_id"] == "docs/long-policy.md" for row in after if row["embed_sha256"] in new_texts)
+    edited_chunks = sum(1 for row in after if row["doc_id"] == "docs/long-policy.md")
+    assert second.chunks_embedded < edited_chunks, "an edit in the middle re-embeds the chunks near it, not all"
+    assert second.chunks_reused == second.chunks - second.chunks_embedded
+    # A local build of the edited corpus gives the same tables and vectors.
+    build_index(corpus, tmp_path / "local", BuildSettings(workers=1), embedder=HashingEmbedder())
+    assert_same_generation(tmp_path / "idx", tmp_path / "local", atol=0, same_files=False)
+
+
+def test_files_that_crash_or_hang_their_ray_task_become_error_rows_and_the_rest_is_indexed(ray_executor, tmp_path):
+    corpus = shutil.copytree(SAMPLE_CORPUS / "docs", tmp_path / "corpus")
+    (corpus / "a-crash.md").write_text("This file takes its worker down.")
+    (corpus / "b-hang.md").write_text("This file never finishes parsing.")
+    # Another executor on the module's running Ray instance, whose tasks fail on marked files.
+    with RayExecutor(RaySettings(), work=doubles.process_source_failing_on_marked_files) as executor:
+        report = build_index(corpus, tmp_path / "idx", BuildSettings(doc_timeout_s=5), embedder=HashingEmbedder(),
+                             executor=executor)
+    documents = {row["doc_id"]: row for row in live_generation(tmp_path / "idx").table("documents").to_pylist()}
+    crash = FileJob(corpus / "a-crash.md", "a-crash.md", MediaType.MARKDOWN, None)
+    hang = FileJob(corpus / "b-hang.md", "b-hang.md", MediaType.MARKDOWN, None)
+    assert documents["a-crash.md"]["status"] == "error"
+    assert documents["a-crash.md"]["error"] == crashed_result(crash).record.error
+    assert documents["b-hang.md"]["error"] == timed_out_result(hang, 5).record.error
+    others = {doc_id: row["status"] for doc_id, row in documents.items() if doc_id not in ("a-crash.md", "b-hang.md")}
+    assert others and set(others.values()) == {DocStatus.OK.value}
+    assert sorted(doc_id for doc_id, _, _ in report.failures) == ["a-crash.md", "b-hang.md"]
+    assert fsck(tmp_path / "idx") == []
+
+
+# -- tasks and actors ---------------------------------------------------------------------------
+
+
+def _process(jobs: list[FileJob], index_root: Path, timeout_s: float, work) -> list:
+    """``work`` on each job in Ray tasks, on the Ray instance the module runs (an executor
+    started while Ray runs joins it, and leaves it running when it closes)."""
+    with RayExecutor(RaySettings(), work=work) as executor:
+        return list(executor.process(jobs, _settings(index_root), timeout_s=timeout_s))
+
+
+def _settings(index_root: Path) -> WorkerSettings:
+    return WorkerSettings(resolve_model(), ChunkerSettings(), index_root, 1 << 20)
+
+
+def _markdown_jobs(corpus: Path, names: list[str]) -> list[FileJob]:
+    corpus.mkdir()
+    for name in names:
+        (corpus / name).write_text(f"Document {name} has some text.")
+    return [FileJob(corpus / n, n, MediaType.MARKDOWN, None) for n in names]
+
+
+@pytest.mark.slow
+@pytest.mark.spawns
+def test_ray_tasks_give_the_local_pools_results_and_store_the_same_files(ray_executor, tmp_path):
+    files = discover(SAMPLE_CORPUS).files
+    jobs = [FileJob(f.path, f.doc_id, media_type_of(f.doc_id), None) for f in files]
+    local = list(process_in_workers(jobs, _settings(tmp_path / "local"), 2))
+    remote = list(ray_executor.process(jobs, _settings(tmp_path / "ray"), timeout_s=600))
+    assert [r.doc_id for r in remote] == [r.doc_id for r in local] == [j.doc_id for j in jobs]
+    for mine, theirs in zip(remote, local):
+        assert mine.record == theirs.record, mine.doc_id
+        assert mine.embed_texts == theirs.embed_texts, mine.doc_id
+        assert mine.files is None, "the driver stores the files a task ships"
+        assert (mine.chunks is None) == (theirs.chunks is None)
+        if mine.chunks is not None:
+            assert mine.chunks.equals(theirs.chunks), mine.doc_id
+        assert mine.tables.keys() == theirs.tables.keys(), mine.doc_id
+        for name, table in mine.tables.items():
+            assert table.equals(theirs.tables[name]), (mine.doc_id, name)
+    stored = {folder: sorted((tmp_path / folder).rglob("*")) for folder in ("local", "ray")}
+    assert [p.relative_to(tmp_path / "ray") for p in stored["ray"]] == [p.relative_to(tmp_path / "local") for p in stored["local"]]
+    assert all(a.read_bytes() == b.read_bytes() for a, b in zip(stored["ray"], stored["local"]) if a.is_file())
+    assert sum(1 for r in remote if r.record.status is DocStatus.OK) > 5
+
+
+@pytest.mark.slow
+@pytest.mark.spawns
+def test_a_task_that_kills_its_worker_becomes_the_local_error_row_and_the_batch_carries_on(ray_executor, tmp_path):
+    names = ["a.md", "b-crash.md", "c.md", "d.md", "e-crash.md", "f.md"]
+    jobs = _markdown_jobs(tmp_path / "c", names)
+    results = _process(jobs, tmp_path / "idx", 600, failing)
+    assert [r.doc_id for r in results] == names
+    for job, result in zip(jobs, results):
+        if "crash" in job.doc_id:
+            assert result.record == crashed_result(job).record  # status and reason as a local build gives them
+        else:
+            assert result.record.status is DocStatus.OK and result.record.n_chunks == 1
+            assert (tmp_path / "idx" / "texts").is_dir()
+
+
+@pytest.mark.slow
+@pytest.mark.spawns
+def test_a_task_that_hangs_is_stopped_at_the_doc_timeout_and_the_batch_carries_on(ray_executor, tmp_path):
+    names = ["a.md", "b-hang.md", "c.md", "d-hang.md", "e.md", "f.md"]
+    jobs = _markdown_jobs(tmp_path / "c", names)
+    results = _process(jobs, tmp_path / "idx", 4, failing)
+    assert [r.doc_id for r in results] == names
+    for job, result in zip(jobs, results):
+        if "hang" in job.doc_id:
+            assert result.record == timed_out_result(job, 4).record
+        else:
+            assert result.record.status is DocStatus.OK
+    # The cancelled tasks' worker processes are killed, not left looping (a looping one never exits).
+    looping = wait_until_none(lambda: [p for p in ray_processes() if p.name() == "ray::parse_remote"])
+    assert not looping, "a hung task's worker survived"
+
+
+@pytest.mark.slow
+@pytest.mark.spawns
+def test_a_task_that_finds_its_node_different_stops_the_build_with_the_nodes_reason(ray_executor, tmp_path):
+    jobs = _markdown_jobs(tmp_path / "c", ["a.md", "b-othernode.md"])
+    with pytest.raises(ClusterError, match="runs another spanindex"):
+        _process(jobs, tmp_path / "idx", 60, failing)
+
+
+@pytest.mark.slow
+@pytest.mark.spawns
+def test_embedding_actors_give_the_vectors_of_an_in_process_embedder(ray_executor, real_embedder):
+    import ray
+
+    texts = [f"Overage on plan {i} is billed at ${i}.12 per 1,000 API calls." for i in range(40)]
+    with ray_executor.embedding(resolve_model()) as embedder:
+        assert (embedder.model_id, embedder.dim) == (real_embedder.model_id, real_embedder.dim)
+        vectors = embedder.embed(texts)
+        assert embedder.embed([]).shape == (0, real_embedder.dim)
+        actor = embedder.actors[0]
+    assert vectors.dtype == np.float32 and vectors.shape == (40, real_embedder.dim)
+    np.testing.assert_allclose(vectors, real_embedder.embed(texts), atol=1e-5)
+    with pytest.raises(ray.exceptions.RayActorError):  # the pool ends with the block: its CPU is free again
+        ray.get(actor.identity.remote(), timeout=EXIT_WAIT_S)
