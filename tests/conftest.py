@@ -27,12 +27,20 @@ from doubles import HashingEmbedder
 os.environ["HF_HUB_OFFLINE"] = "1"
 os.environ["TRANSFORMERS_OFFLINE"] = "1"
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+# Ray runs its workers at nice 15 unless told otherwise: on a busy machine (CI beside other work)
+# they then get a few percent of a core, and the Ray tests took many times their idle time. The
+# instances the tests start (and the command's, which inherit this) run them at the tests' own.
+os.environ.setdefault("RAY_worker_niceness", "0")
 
 ROOT = Path(__file__).resolve().parent.parent
 SAMPLE_CORPUS = ROOT / "sample_corpus"
 # A worktree elsewhere than beside ../shared names the corpus with SPANINDEX_SHARED_CORPUS.
 SHARED_CORPUS = Path(os.environ.get("SPANINDEX_SHARED_CORPUS", ROOT.parent / "shared" / "corpus"))
 ARTIFACTS = ROOT / "test-artifacts"
+# How long a test waits for something to happen (a process to start or end, a page to load)
+# before it calls it failed. A test waits on the event itself and goes on as soon as it
+# happens, so this bounds a failing test, not a passing one: it is sized for a busy machine.
+WAIT_S = 300
 
 # Sentences of sample_corpus/ that tests cite (verbatim in the documents' text).
 PDF_QUOTE = "Growth plan overage is billed at $0.12 per 1,000 API calls."  # pricing/rate-card.pdf

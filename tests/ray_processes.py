@@ -15,6 +15,11 @@ _NAMES = ("raylet", "gcs_server", "plasma_store")
 _SCRIPTS = ("ray/dashboard/", "ray/_private/log_monitor.py", "ray/autoscaler/_private/monitor.py",
             "ray/_private/runtime_env/agent/", "ray/_private/workers/default_worker.py")
 
+# How long a stopped Ray's processes may take to exit. Only a process that is still there after
+# this long is a stray: a process that exits returns at once (psutil waits on each one), so this
+# bounds a failing test, not a passing one, and is sized for a busy machine, not an idle one.
+EXIT_WAIT_S = 300
+
 
 def ray_processes() -> list[psutil.Process]:
     """Every live process of Ray on this machine (workers, agents, raylet, GCS, monitors)."""
@@ -32,14 +37,35 @@ def ray_processes() -> list[psutil.Process]:
     return found
 
 
-def wait_for_no_strays(before: set[int], seconds: float) -> list[str]:
-    """The Ray processes that were not running in ``before`` and are still alive after ``seconds``."""
-    deadline = time.time() + seconds
-    while True:
-        strays = [p for p in ray_processes() if p.pid not in before]
-        if not strays or time.time() > deadline:
-            return [f"{p.pid} {p.info['name']}" for p in strays]
-        time.sleep(0.5)
+def wait_for_exit(processes: list[psutil.Process], seconds: float = EXIT_WAIT_S) -> list[psutil.Process]:
+    """Wait for each of ``processes`` to exit (a zombie has exited: nothing may reap it here);
+    the ones still running after ``seconds``."""
+    return wait_until_none(lambda: [p for p in processes if _running(p)], seconds)
+
+
+def wait_for_no_strays(before: set[int], seconds: float = EXIT_WAIT_S) -> list[str]:
+    """The Ray processes that were not running in ``before`` and are still alive after ``seconds``
+    (returns as soon as the last of them exits)."""
+    strays = wait_until_none(lambda: [p for p in ray_processes() if p.pid not in before], seconds)
+    return [f"{p.pid} {p.info['name']}" for p in strays]
+
+
+def wait_until_none(listing, seconds: float = EXIT_WAIT_S) -> list:
+    """Call ``listing`` until it is empty, backing off to a second between looks; what it last
+    listed once ``seconds`` have passed."""
+    deadline = time.monotonic() + seconds
+    pause = 0.05
+    while (found := listing()) and time.monotonic() < deadline:
+        time.sleep(pause)
+        pause = min(1.0, 2 * pause)
+    return found
+
+
+def _running(process: psutil.Process) -> bool:
+    try:
+        return process.status() != psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
+        return False
 
 
 def descendants(pid: int) -> list[psutil.Process]:
@@ -56,4 +82,4 @@ def kill_all(processes: list[psutil.Process]) -> None:
             process.kill()
         except psutil.NoSuchProcess:
             pass
-    psutil.wait_procs(processes, timeout=10)
+    wait_for_exit(processes)

@@ -11,9 +11,12 @@ they do need the same spanindex, parser libraries and model as the driver: a
 node that differs stops the build (``ClusterError``) before anything is
 written from it. What runs on the nodes is ``ingest.run.ray_nodes``.
 
-``--doc-timeout`` counts from when a task starts (each task signs in on a
-start board), not from when it was submitted, so files that wait for a busy
-or still-scaling cluster are not timed out; a task past its time is cancelled
+``--doc-timeout`` counts from when a task starts its file (each task signs in
+on a start board once its worker has checked the node and loaded the
+tokenizer), not from when it was submitted, so files that wait for a busy or
+still-scaling cluster, or for a new worker to set up, are not timed out (Ray
+runs its workers niced: on a loaded node a worker's set-up alone took longer
+than a test's 5 s timeout); a task past its time is cancelled
 with its worker process killed. A task whose worker dies is run once more (a
 node can be lost); a file that kills its worker again becomes the error row a
 local build gives it.

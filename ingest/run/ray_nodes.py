@@ -60,12 +60,12 @@ _prepared: tuple | None = None
 
 def parse_remote(board, key: int, job: FileJob, source: bytes, settings: WorkerSettings,
                   expected: NodeExpectations, work) -> DocResult:
-    board.started.remote(key, time.time())
     global _prepared
     if _prepared != (settings, expected):
         model = node_model(settings.model, expected)
         init_worker(dataclasses.replace(settings, model=model))
         _prepared = (settings, expected)
+    board.started.remote(key, time.time())  # --doc-timeout times the file, not the worker's set-up
     return work(job, source)
 
 
