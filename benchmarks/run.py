@@ -38,6 +38,7 @@ def main() -> None:
         corpus = SHARED if SHARED.is_dir() else SAMPLE
         embedder = _test_embedder() if args.skip_model else SentenceTransformerEmbedder()
         bench_parse(corpus)
+        bench_parse_html(corpus)
         index_dir, full_seconds = bench_build(corpus, work, embedder)
         if corpus == SHARED and not args.skip_model:
             from benchmarks.retrieval import bench_retrieval
@@ -169,6 +170,30 @@ def bench_parse(corpus: Path) -> None:
            f"  PyMuPDF get_text('rawdict') with the parser's flags (no images): {same_flags_seconds:.2f} s, {pages / same_flags_seconds:.0f} pages/s")
     report("parse_vs_rawdict", round(ours_seconds / raw_seconds, 2), f"  parse_pdf / rawdict time: {ours_seconds / raw_seconds:.2f}x "
            f"(default flags), {ours_seconds / same_flags_seconds:.2f}x (same flags)")
+
+
+def bench_parse_html(corpus: Path) -> None:
+    """The HTML parser's throughput, and its time on the largest page (a timed unit test would
+    fail on a busy machine; a quadratic step shows here as a large page's rate falling)."""
+    from ingest.formats.html.parser import parse_html
+
+    print("== parsing HTML")
+    pages = [(path.name, path.read_bytes()) for path in sorted(corpus.rglob("*.htm*"))]
+    if not pages:
+        return
+    seconds = {}
+    for name, source in pages:
+        started = time.perf_counter()
+        parse_html(source, name)
+        seconds[name] = time.perf_counter() - started
+    total_mb = sum(len(source) for _, source in pages) / 1e6
+    largest, source = max(pages, key=lambda page: len(page[1]))
+    report("parse_html_mb_per_s", round(total_mb / sum(seconds.values()), 2),
+           f"  parse_html: {len(pages)} pages, {total_mb:.1f} MB in {sum(seconds.values()):.2f} s, "
+           f"{total_mb / sum(seconds.values()):.1f} MB/s")
+    report("parse_html_largest_page_s", round(seconds[largest], 3),
+           f"  the largest page ({largest}, {len(source) / 1e6:.1f} MB): {seconds[largest]:.2f} s, "
+           f"{len(source) / 1e6 / seconds[largest]:.1f} MB/s")
 
 
 def bench_build(corpus: Path, work: Path, embedder) -> tuple[Path, float]:

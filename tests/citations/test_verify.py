@@ -21,7 +21,7 @@ from schemas.citations import CitationStatus, ClaimVerdict, Policy, Support
 from schemas.errors import AnswerFormatError
 from schemas.records import DocStatus, MediaType
 
-from conftest import ROOT, STATUS_COUNTS, spanindex
+from conftest import ROOT, STATUS_COUNTS, WAIT_S, spanindex
 
 
 def _quotes(idx, per_doc=6, seed=3):
@@ -318,7 +318,7 @@ def test_verify_cli_never_loads_torch_and_reports_rates(sample_index_test_model,
     )
     out = tmp_path / "records.jsonl"
     run = subprocess.run([sys.executable, "-c", probe, "verify", str(sample_index_test_model), str(answer), "-o", str(out)],
-                         capture_output=True, text=True, cwd=ROOT, timeout=120)
+                         capture_output=True, text=True, cwd=ROOT, timeout=WAIT_S)
     assert run.returncode == 0, run.stderr
     assert "1 verified" in run.stdout and "unknown_chunk 50.0%" in run.stdout
     records = [json.loads(line) for line in out.read_text().splitlines()]

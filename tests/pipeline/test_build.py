@@ -23,7 +23,7 @@ from schemas.errors import IndexLockedError, ModelError, SpanindexError
 from schemas.records import ChunkerSettings, DocStatus, MediaType, SkipReason
 from schemas.tables import FORMAT_VERSION
 
-from conftest import SAMPLE_CORPUS, spanindex
+from conftest import SAMPLE_CORPUS, WAIT_S, spanindex
 from doubles import HashingEmbedder
 
 
@@ -96,7 +96,7 @@ def test_a_file_that_parses_forever_times_out_into_an_error_row_and_the_batch_ca
         daemon=True,
     )
     runner.start()
-    runner.join(timeout=240)
+    runner.join(timeout=WAIT_S)
     assert not runner.is_alive(), "the batch hung on a file that never finishes"
     assert [r.doc_id for r in results] == names
     statuses = {r.doc_id: r.record.status for r in results}

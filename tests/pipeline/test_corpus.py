@@ -25,7 +25,7 @@ from ingest.run.worker import FileJob, WorkerSettings, init_worker, process_file
 from schemas.errors import CorpusError
 from schemas.records import ChunkerSettings, DocStatus, MediaType, SkipReason
 
-from conftest import examples, spanindex
+from conftest import WAIT_S, examples, spanindex
 from doubles import HashingEmbedder
 
 SECRET = "The outside secret sentence: launch codes are 0000."
@@ -185,7 +185,7 @@ def test_special_files_are_never_opened_and_the_build_does_not_wait_on_a_fifo(li
     # In a thread with a bound: a build that opens the FIFO would wait for a writer forever.
     builder = threading.Thread(target=lambda: reports.append(_build(corpus, tmp_path / "idx")), daemon=True)
     builder.start()
-    builder.join(timeout=120)
+    builder.join(timeout=WAIT_S)
     assert not builder.is_alive(), "the build waits on the FIFO"
     reasons = {s.doc_id: s.reason for s in reports[0].skipped}
     assert reasons["docs/pipe.txt"] is SkipReason.FIFO and reasons["docs/socket.md"] is SkipReason.SOCKET

@@ -20,6 +20,7 @@ from ingest.build import BuildSettings, build_index
 from schemas.citations import Answer, Claim, DriftStatus, Support
 from schemas.errors import IndexFormatError
 
+from conftest import WAIT_S
 from doubles import HashingEmbedder
 
 STABLE = "Refunds are issued within fourteen days of a written request to the billing team."
@@ -163,7 +164,7 @@ def test_busy_readers_never_fail_across_ten_reindexes(tmp_path):
     finally:
         stop.set()
         for thread in threads:
-            thread.join(timeout=120)
+            thread.join(timeout=WAIT_S)
     assert not failures, failures[:5]
     assert fsck(idx_dir) == []
     print(f"\nreads during 10 reindexes: {dict(reads)}; generations seen: "

@@ -24,7 +24,7 @@ from ingest.build import BuildSettings, build_index
 from schemas.citations import Claim, ClaimVerdict, DriftStatus, Support
 from schemas.record_json import read_records, record_line
 
-from conftest import ROOT, SAMPLE_CORPUS, SHARED_CORPUS, spanindex
+from conftest import ROOT, SAMPLE_CORPUS, SHARED_CORPUS, WAIT_S, spanindex
 from doubles import HashingEmbedder
 
 
@@ -302,16 +302,25 @@ def test_check_cli_writes_repaired_records_and_a_summary(tmp_path):
 # -- crash safety and concurrency -------------------------------------------------------------
 
 _BUILDER = """
-import sys
+import os, sys, time
 sys.path.insert(0, "tests")
 from doubles import HashingEmbedder
 from ingest.build import BuildSettings, build_index
-build_index(sys.argv[1], sys.argv[2], BuildSettings(workers=1, wait_for_lock={wait}), embedder=HashingEmbedder())
+hold = sys.argv[3] if len(sys.argv) > 3 else None
+
+def progress(step):
+    while hold and os.path.exists(hold):  # the lock is held until the test removes the file
+        time.sleep(0.05)
+
+build_index(sys.argv[1], sys.argv[2], BuildSettings(workers=1, wait_for_lock={wait}), embedder=HashingEmbedder(),
+            progress=progress)
 """
 
 
-def _start_build(corpus, idx_dir, wait=False):
-    return subprocess.Popen([sys.executable, "-c", _BUILDER.format(wait=wait), str(corpus), str(idx_dir)],
+def _start_build(corpus, idx_dir, wait=False, hold: Path | None = None):
+    """A build in a process of its own; with ``hold``, it keeps the index's lock while that file exists."""
+    return subprocess.Popen([sys.executable, "-c", _BUILDER.format(wait=wait), str(corpus), str(idx_dir),
+                             *([str(hold)] if hold else [])],
                             cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 
 
@@ -351,16 +360,18 @@ def test_a_build_killed_at_any_moment_leaves_a_whole_generation_serving(tmp_path
 def test_two_builds_on_one_index_one_runs_one_is_refused_or_waits(tmp_path):
     corpus = shutil.copytree(SAMPLE_CORPUS, tmp_path / "corpus")
     idx_dir = tmp_path / "idx"
-    first = _start_build(corpus, idx_dir)
+    hold = tmp_path / "hold"
+    hold.touch()
+    first = _start_build(corpus, idx_dir, hold=hold)  # holds the lock until `hold` is removed
     lock = idx_dir / "LOCK"
-    deadline = time.time() + 60
-    while time.time() < deadline and not (lock.exists() and lock.read_text().strip()):
+    while first.poll() is None and not (lock.exists() and lock.read_text().strip()):  # until it holds the lock
         time.sleep(0.05)
     refused = spanindex("build", corpus, "--index", idx_dir, "--quiet")
     waiting = _start_build(corpus, idx_dir, wait=True)
-    assert first.wait(timeout=300) == 0, first.stderr
+    hold.unlink()
+    assert first.wait(timeout=WAIT_S) == 0, first.stderr.read()
     assert refused.returncode == 4 and f"pid {first.pid}" in refused.stderr, refused.stderr
-    assert waiting.wait(timeout=300) == 0, waiting.stderr
+    assert waiting.wait(timeout=WAIT_S) == 0, waiting.stderr.read()
     assert fsck(idx_dir) == []
 
 
