@@ -21,6 +21,9 @@ class MediaType(StrEnum):
     HTML = "text/html"
     MARKDOWN = "text/markdown"
     TEXT = "text/plain"
+    DOCX = "application/vnd.openxmlformats-officedocument.wordprocessingml.document"
+    PPTX = "application/vnd.openxmlformats-officedocument.presentationml.presentation"
+    XLSX = "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet"
 
 
 class DocStatus(StrEnum):
@@ -78,6 +81,11 @@ class HiddenReason(StrEnum):
     ARIA_HIDDEN = "aria_hidden"  # in an aria-hidden subtree with no visible box
     ZERO_SIZE = "zero_size"  # laid out with no area
     NOT_LAID_OUT = "not_laid_out"  # the browser built no box for it
+    HIDDEN_FORMATTING = "hidden_formatting"  # DOCX hidden text (w:vanish, w:specVanish), directly or by style
+    HIDDEN_SLIDE = "hidden_slide"  # PPTX: a slide left out of the show (show="0")
+    HIDDEN_SHEET = "hidden_sheet"  # XLSX: a sheet whose state is hidden or veryHidden
+    HIDDEN_ROW = "hidden_row"  # XLSX: a hidden row (or one of zero height)
+    HIDDEN_COLUMN = "hidden_column"  # XLSX: a cell of a hidden column
 
 
 def sha256_hex(data: bytes) -> str:
@@ -141,7 +149,35 @@ class HtmlRun:
 RUN_KINDS = tuple(RunKind)  # kind codes of HtmlRuns: the index into this tuple
 
 
-class HtmlRuns(Sequence[HtmlRun]):
+class _RunColumns(Sequence):
+    """A sequence of run records kept as numpy columns (``start`` among them), each record made
+    on demand by ``_row``: what HtmlRuns and OfficeRuns share."""
+
+    __slots__ = ()
+
+    def _row(self, i: int):
+        raise NotImplementedError
+
+    def __len__(self) -> int:
+        return len(self.start)
+
+    def __getitem__(self, i):
+        if isinstance(i, slice):
+            return [self[j] for j in range(*i.indices(len(self)))]
+        return self._row(i)
+
+    def __eq__(self, other) -> bool:
+        if not isinstance(other, Sequence) or isinstance(other, str) or len(other) != len(self):
+            return NotImplemented if not isinstance(other, Sequence) else False
+        return all(a == b for a, b in zip(self, other))
+
+    __hash__ = None
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({len(self)} runs)"
+
+
+class HtmlRuns(_RunColumns):
     """The runs of one HTML document as columns: a sequence of ``HtmlRun`` made on demand.
 
     A 50 MB page has over a million runs; as objects they take ~200 bytes each, as
@@ -164,17 +200,12 @@ class HtmlRuns(Sequence[HtmlRun]):
         columns = [np.array([getattr(r, f) for r in runs], dtype=np.int64) for f in ("start", "end", "src_start", "src_end")]
         return cls(*columns, np.array([RUN_KINDS.index(r.kind) for r in runs], dtype=np.int8))
 
-    def __len__(self) -> int:
-        return len(self.start)
-
     def rows(self, first: int, stop: int) -> HtmlRuns:
         """Runs [first, stop), sharing the columns."""
         return HtmlRuns(self.start[first:stop], self.end[first:stop], self.src_start[first:stop],
                         self.src_end[first:stop], self.kind[first:stop])
 
-    def __getitem__(self, i):
-        if isinstance(i, slice):
-            return [self[j] for j in range(*i.indices(len(self)))]
+    def _row(self, i: int) -> HtmlRun:
         return HtmlRun(int(self.start[i]), int(self.end[i]), int(self.src_start[i]), int(self.src_end[i]),
                        RUN_KINDS[self.kind[i]])
 
@@ -182,16 +213,6 @@ class HtmlRuns(Sequence[HtmlRun]):
         kinds = [RUN_KINDS[k] for k in self.kind.tolist()]
         for row in zip(self.start.tolist(), self.end.tolist(), self.src_start.tolist(), self.src_end.tolist(), kinds):
             yield HtmlRun(*row)
-
-    def __eq__(self, other) -> bool:
-        if not isinstance(other, Sequence) or isinstance(other, str) or len(other) != len(self):
-            return NotImplemented if not isinstance(other, Sequence) else False
-        return all(a == b for a, b in zip(self, other))
-
-    __hash__ = None
-
-    def __repr__(self) -> str:
-        return f"HtmlRuns({len(self)} runs)"
 
 
 @dataclass(frozen=True, slots=True)
@@ -201,6 +222,81 @@ class HiddenRun:
     start: int
     end: int
     reason: HiddenReason
+
+
+@dataclass(frozen=True, slots=True)
+class OfficeRun:
+    """doc_text[start:end] came from ``part``'s XML, decoded as UTF-8, [src_start:src_end].
+
+    ``kind`` as for HTML: text (the source is the text), entity (a character reference such as
+    ``&amp;``, or an element standing for one character such as ``<w:tab/>``), synthetic (a
+    separator, title or numbering label the parser generated: ``part`` is "" and the range empty).
+    """
+
+    start: int
+    end: int
+    part: str  # the zip member, e.g. "word/document.xml"
+    src_start: int
+    src_end: int
+    kind: RunKind
+
+
+class OfficeRuns(_RunColumns):
+    """The runs of one office document as columns (see ``HtmlRuns``), the part as a code into ``parts``.
+
+    >>> runs = OfficeRuns.from_records([OfficeRun(0, 2, "word/document.xml", 9, 11, RunKind.TEXT)])
+    >>> runs[0].part, len(runs), runs.parts
+    ('word/document.xml', 1, ('', 'word/document.xml'))
+    """
+
+    __slots__ = ("start", "end", "part_code", "src_start", "src_end", "kind", "parts")
+
+    def __init__(self, start: np.ndarray, end: np.ndarray, part_code: np.ndarray, src_start: np.ndarray,
+                 src_end: np.ndarray, kind: np.ndarray, parts: tuple[str, ...]) -> None:
+        self.start, self.end, self.src_start, self.src_end = start, end, src_start, src_end
+        self.part_code = part_code  # int32 codes into ``parts``; parts[0] == "" (synthetic runs)
+        self.kind = kind  # int8 codes into RUN_KINDS
+        self.parts = parts
+
+    @classmethod
+    def from_records(cls, runs: Sequence[OfficeRun]) -> OfficeRuns:
+        parts = ("",) + tuple(sorted({r.part for r in runs} - {""}))
+        code = {p: i for i, p in enumerate(parts)}
+        columns = [np.array([getattr(r, f) for r in runs], dtype=np.int64) for f in ("start", "end")]
+        sources = [np.array([getattr(r, f) for r in runs], dtype=np.int64) for f in ("src_start", "src_end")]
+        return cls(*columns, np.array([code[r.part] for r in runs], dtype=np.int32), *sources,
+                   np.array([RUN_KINDS.index(r.kind) for r in runs], dtype=np.int8), parts)
+
+    def _row(self, i: int) -> OfficeRun:
+        return OfficeRun(int(self.start[i]), int(self.end[i]), self.parts[self.part_code[i]], int(self.src_start[i]),
+                         int(self.src_end[i]), RUN_KINDS[self.kind[i]])
+
+    def __iter__(self):
+        parts = [self.parts[c] for c in self.part_code.tolist()]
+        kinds = [RUN_KINDS[k] for k in self.kind.tolist()]
+        for row in zip(self.start.tolist(), self.end.tolist(), parts, self.src_start.tolist(),
+                       self.src_end.tolist(), kinds):
+            yield OfficeRun(*row)
+
+
+@dataclass(frozen=True, slots=True)
+class OfficePage:
+    """A PPTX slide or an XLSX sheet: its slice of the document text."""
+
+    page: int  # 1-based: the slide's number, the sheet's place in the workbook
+    start: int
+    end: int
+    name: str  # the sheet's name; the slide's part ("ppt/slides/slide3.xml")
+    hidden: bool = False  # a hidden slide or sheet
+
+
+@dataclass(frozen=True, slots=True)
+class OfficeCell:
+    """doc_text[start:end] is the text of one XLSX cell, as Excel displays it."""
+
+    start: int
+    end: int
+    ref: str  # "Sheet1!B7"; a sheet name that needs it is quoted: "'Q1 sales'!B7"
 
 
 @dataclass(frozen=True, slots=True, eq=False)
@@ -220,6 +316,9 @@ class ParsedDocument:
     warnings: tuple[str, ...] = ()
     source_url: str = ""  # HTML: the page's own absolute address (canonical link or og:url)
     hidden_runs: tuple[HiddenRun, ...] = ()  # sorted, non-overlapping
+    office_runs: Sequence[OfficeRun] = ()  # DOCX, PPTX, XLSX: OfficeRuns from the parser
+    office_pages: tuple[OfficePage, ...] = ()  # PPTX slides, XLSX sheets, in order
+    office_cells: tuple[OfficeCell, ...] = ()  # XLSX: the text of each cell and its reference
 
     @property
     def doc_version(self) -> str:

@@ -1,0 +1,135 @@
+"""PPTX: slides in order, shapes in reading order, notes after each slide, every character mapped."""
+
+from __future__ import annotations
+
+import io
+import re
+import zipfile
+
+import pytest
+
+from conftest import SHARED_CORPUS
+from ingest.formats.office import parse_pptx
+from ingest.formats.office.readback import run_problems
+from schemas.records import HiddenReason, MediaType, RunKind
+
+P = "http://schemas.openxmlformats.org/presentationml/2006/main"
+A = "http://schemas.openxmlformats.org/drawingml/2006/main"
+R = "http://schemas.openxmlformats.org/officeDocument/2006/relationships"
+RELS = "http://schemas.openxmlformats.org/package/2006/relationships"
+NS = f'xmlns:p="{P}" xmlns:a="{A}" xmlns:r="{R}"'
+CORPUS = sorted(SHARED_CORPUS.glob("office/*.pptx")) if (SHARED_CORPUS / "office").is_dir() else []
+
+
+def shape(text: str, y: int = 0, x: int = 0, placeholder: str = "") -> str:
+    ph = f"<p:nvPr>{placeholder}</p:nvPr>" if placeholder else "<p:nvPr/>"
+    frame = "" if placeholder else f'<a:xfrm><a:off x="{x}" y="{y}"/><a:ext cx="10" cy="10"/></a:xfrm>'
+    paragraphs = "".join(f"<a:p><a:r><a:t>{line}</a:t></a:r></a:p>" for line in text.split("|"))
+    return (f'<p:sp><p:nvSpPr><p:cNvPr id="2" name="s"/><p:cNvSpPr/>{ph}</p:nvSpPr><p:spPr>{frame}</p:spPr>'
+            f"<p:txBody><a:bodyPr/>{paragraphs}</p:txBody></p:sp>")
+
+
+def pptx(slides: list[tuple[str, str]], notes: dict[int, str] | None = None, show: dict[int, str] | None = None) -> bytes:
+    """Slides given as (shapes XML, "") in show order; ``notes``: slide index -> notes text."""
+    notes, show = notes or {}, show or {}
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as z:
+        z.writestr("_rels/.rels", f'<Relationships xmlns="{RELS}"><Relationship Id="rId1" '
+                                  f'Type="{R}/officeDocument" Target="ppt/presentation.xml"/></Relationships>')
+        # list the slides in an order unlike their part names: the show order is sldIdLst's
+        ids = "".join(f'<p:sldId id="{256 + i}" r:id="rId{20 + i}"/>' for i in range(len(slides)))
+        z.writestr("ppt/presentation.xml", f"<p:presentation {NS}><p:sldIdLst>{ids}</p:sldIdLst></p:presentation>")
+        rels = "".join(f'<Relationship Id="rId{20 + i}" Type="{R}/slide" Target="slides/slide{len(slides) - i}.xml"/>'
+                       for i in range(len(slides)))
+        z.writestr("ppt/_rels/presentation.xml.rels", f'<Relationships xmlns="{RELS}">{rels}</Relationships>')
+        for i, (shapes, _) in enumerate(slides):
+            name = f"slide{len(slides) - i}.xml"
+            attribute = f' show="{show[i]}"' if i in show else ""
+            z.writestr(f"ppt/slides/{name}", f"<p:sld {NS}{attribute}><p:cSld><p:spTree>{shapes}</p:spTree>"
+                                             "</p:cSld></p:sld>")
+            if i in notes:
+                z.writestr(f"ppt/slides/_rels/{name}.rels", f'<Relationships xmlns="{RELS}"><Relationship Id="rId1" '
+                           f'Type="{R}/notesSlide" Target="../notesSlides/notes{i}.xml"/></Relationships>')
+                body = shape(notes[i], placeholder='<p:ph type="body" idx="1"/>')
+                image = shape("not notes", placeholder='<p:ph type="sldImg"/>')
+                z.writestr(f"ppt/notesSlides/notes{i}.xml", f"<p:notes {NS}><p:cSld><p:spTree>{image}{body}"
+                                                            "</p:spTree></p:cSld></p:notes>")
+    return buffer.getvalue()
+
+
+def parse_checked(source: bytes, doc_id: str = "t.pptx"):
+    doc = parse_pptx(source, doc_id)
+    archive = zipfile.ZipFile(io.BytesIO(source))
+    assert run_problems(doc.text, doc.office_runs, lambda part: archive.read(part).decode("utf-8")) == []
+    return doc
+
+
+@pytest.mark.skipif(not CORPUS, reason="no shared office corpus")
+@pytest.mark.parametrize("path", CORPUS, ids=lambda p: p.name)
+def test_every_office_run_reads_back_from_its_part(path):
+    doc = parse_checked(path.read_bytes(), path.name)
+    assert doc.media_type is MediaType.PPTX and [p.page for p in doc.office_pages] == list(
+        range(1, len(doc.office_pages) + 1))
+
+
+@pytest.mark.skipif(not CORPUS, reason="no shared office corpus")
+def test_sentences_python_pptx_extracts_are_in_the_text():
+    pptx_reader = pytest.importorskip("pptx")
+    found = total = 0
+    for path in CORPUS:
+        text = " ".join(parse_pptx(path.read_bytes(), path.name).text.split())
+        for slide in pptx_reader.Presentation(str(path)).slides:
+            for item in slide.shapes:
+                if item.has_text_frame:
+                    for para in item.text_frame.paragraphs:
+                        for sentence in re.split(r"(?<=[.!?])\s+", " ".join(para.text.split())):
+                            if len(sentence) >= 10:
+                                total += 1
+                                found += sentence in text
+    print(f"python-pptx sentences found: {found}/{total}")
+    assert total > 10 and found / total > 0.95, (found, total)
+
+
+def test_slides_follow_the_show_order_and_shapes_the_reading_order():
+    first = (shape("lower right", y=500, x=500) + shape("lower left", y=500, x=0) + shape("top", y=10)
+             + shape("Body text", placeholder='<p:ph idx="1"/>') + shape("The title", placeholder='<p:ph type="title"/>'))
+    doc = parse_checked(pptx([(first, ""), (shape("Second slide"), "")]))
+    assert doc.text == "The title\nBody text\ntop\nlower left\nlower right\n\nSecond slide"
+    assert [(p.page, doc.text[p.start:p.end]) for p in doc.office_pages][1] == (2, "Second slide")
+    assert doc.office_pages[0].name == "ppt/slides/slide2.xml"  # listed first in sldIdLst
+
+
+def test_notes_come_after_their_slide_and_only_the_notes_body():
+    doc = parse_checked(pptx([(shape("Slide one"), ""), (shape("Slide two"), "")], notes={0: "Say hello|Then go"}))
+    assert doc.text == "Slide one\nNotes\nSay hello\nThen go\n\nSlide two"
+    assert "not notes" not in doc.text
+
+
+def test_a_hidden_slide_stays_in_the_text_and_is_flagged():
+    doc = parse_checked(pptx([(shape("Shown"), ""), (shape("Hidden slide"), "")], show={1: "0"}))
+    assert doc.office_pages[1].hidden and not doc.office_pages[0].hidden
+    assert [(doc.text[h.start:h.end], h.reason) for h in doc.hidden_runs] == [("Hidden slide", HiddenReason.HIDDEN_SLIDE)]
+
+
+def test_groups_and_tables_are_read_cells_by_tabs_rows_by_lines():
+    group = ('<p:grpSp><p:nvGrpSpPr><p:cNvPr id="5" name="g"/><p:cNvGrpSpPr/><p:nvPr/></p:nvGrpSpPr>'
+             '<p:grpSpPr><a:xfrm><a:off x="0" y="100"/></a:xfrm></p:grpSpPr>'
+             + shape("group right", y=100, x=50) + shape("group left", y=100, x=0) + "</p:grpSp>")
+
+    def cell(text):
+        return f"<a:tc><a:txBody><a:bodyPr/><a:p><a:r><a:t>{text}</a:t></a:r></a:p></a:txBody></a:tc>" if text \
+            else "<a:tc><a:txBody><a:bodyPr/><a:p/></a:txBody></a:tc>"
+    table = ('<p:graphicFrame><p:nvGraphicFramePr><p:cNvPr id="6" name="t"/><p:cNvGraphicFramePr/><p:nvPr/>'
+             '</p:nvGraphicFramePr><p:xfrm><a:off x="0" y="900"/></p:xfrm><a:graphic><a:graphicData><a:tbl>'
+             f'<a:tr>{cell("a")}{cell("")}{cell("c")}</a:tr><a:tr>{cell("d")}{cell("e &amp; f")}{cell("")}</a:tr>'
+             "</a:tbl></a:graphicData></a:graphic></p:graphicFrame>")
+    doc = parse_checked(pptx([(table + group, "")]))
+    assert doc.text == "group left\ngroup right\na\t\tc\nd\te & f\t"
+
+
+def test_a_line_break_is_one_character_over_its_element():
+    doc = parse_checked(pptx([('<p:sp><p:nvSpPr><p:cNvPr id="2" name="s"/><p:cNvSpPr/><p:nvPr/></p:nvSpPr>'
+                               '<p:spPr/><p:txBody><a:p><a:r><a:t>one</a:t></a:r><a:br><a:rPr lang="en"/></a:br>'
+                               '<a:r><a:t>two</a:t></a:r></a:p></p:txBody></p:sp>', "")]))
+    assert doc.text == "one\ntwo"
+    assert [r.kind for r in doc.office_runs] == [RunKind.TEXT, RunKind.ENTITY, RunKind.TEXT]
