@@ -7,6 +7,7 @@ the list is empty.
 from __future__ import annotations
 
 import hashlib
+import zipfile
 from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
@@ -17,7 +18,7 @@ from index.store import Generation
 from schemas.errors import IndexFormatError
 from schemas.layout import FAISS_FILE, GENERATION_FILES, LEXICAL_FILE, TABLE_FILES, VECTORS_FILE, IndexPaths, read_current
 from schemas.records import DocStatus, MediaType
-from schemas.tables import DOCUMENT_MAP_TABLES, META_LEXICAL, check_schema
+from schemas.tables import DOCUMENT_MAP_TABLES, META_LEXICAL, check_schema, office_run_records
 
 
 @dataclass(frozen=True, slots=True)
@@ -173,6 +174,8 @@ def _offset_maps(gen: Generation) -> list[Fault]:
                                           or (rows.column("page").to_numpy() < 1).any()
                                           or (starts[1:] < ends[:-1]).any()):
                 faults.append(Fault("html_boxes.parquet", f"{doc_id}: runs out of order, off any page, or not HTML"))
+            if table == "office_map":
+                faults += _office_map(gen, doc, rows)
             if table == "html_map" and doc["media_type"] == MediaType.HTML.value:
                 source = gen.paths.decoded_source(doc["source_sha256"])
                 if not source.is_file():
@@ -184,6 +187,25 @@ def _offset_maps(gen: Generation) -> list[Fault]:
                 if len(starts) and (starts[0] != 0 or ends[-1] != n_chars or (starts[1:] != ends[:-1]).any()):
                     faults.append(Fault("html_map.parquet", f"{doc_id}: runs do not cover the text contiguously"))
     return faults
+
+
+def _office_map(gen: Generation, doc: dict, rows) -> list[Fault]:
+    """Every run of an office document reads back from its part of the stored file as its text."""
+    from ingest.formats import office_run_problems
+
+    text = _text(gen, doc["doc_version"])
+    source = gen.paths.source(doc["source_sha256"], Path(doc["doc_id"]).suffix)
+    if text is None or not source.is_file():
+        return []  # named by the texts and sources check
+    try:
+        with zipfile.ZipFile(source) as package:
+            parts: dict[str, str] = {}
+            problems = office_run_problems(
+                text, office_run_records(rows),
+                lambda part: parts.setdefault(part, package.read(part).decode("utf-8")))
+    except (zipfile.BadZipFile, KeyError, UnicodeDecodeError) as exc:
+        problems = [f"the stored file cannot be read back: {exc}"]
+    return [Fault("office_map.parquet", f"{doc['doc_id']}: {problem}") for problem in problems[:3]]
 
 
 def _text(gen: Generation, doc_version: str) -> str | None:

@@ -24,7 +24,7 @@ from pathlib import Path
 
 import pyarrow as pa
 
-from index.citations.locate import HtmlSourceMap, PdfCharMap
+from index.citations.locate import HtmlSourceMap, OfficeSourceMap, PdfCharMap
 from ingest.text import HiddenText
 from index.store import Generation, open_generation, read_text_file
 from ingest.embed import Embedder
@@ -46,6 +46,9 @@ from schemas.tables import (
     document_records,
     hidden_run_records,
     html_run_records,
+    office_cell_records,
+    office_page_records,
+    office_run_records,
     pdf_char_runs,
     pdf_page_records,
 )
@@ -266,6 +269,14 @@ class Index:
         """Decoded-source positions of an HTML document's text by character offset."""
         return self._kept("html_source_map", doc_id, lambda: HtmlSourceMap.from_table(
             self.generation.rows_of("html_map", doc_id)))
+
+    @_one_request
+    def office_source_map(self, doc_id: str) -> OfficeSourceMap:
+        """Part ranges, slides or sheets, and cells of a DOCX, PPTX or XLSX by character offset."""
+        return self._kept("office_source_map", doc_id, lambda: OfficeSourceMap(
+            office_run_records(self.generation.rows_of("office_map", doc_id)),
+            tuple(office_page_records(self.generation.rows_of("office_pages", doc_id))),
+            tuple(office_cell_records(self.generation.rows_of("office_cells", doc_id)))))
 
     @_one_request
     def hidden_text(self, doc_id: str) -> HiddenText:

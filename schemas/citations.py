@@ -101,8 +101,10 @@ class Placement:
     page: int | None = None  # PDF, and HTML laid out by a browser (build --html-layout)
     page_label: str = ""
     rects: tuple[Rect, ...] = ()
-    src_start: int | None = None  # HTML: decoded-source range
+    src_start: int | None = None  # HTML: decoded-source range; DOCX, PPTX, XLSX: range in ``part``
     src_end: int | None = None
+    part: str = ""  # DOCX, PPTX, XLSX: the zip member src_start/src_end index, decoded as UTF-8
+    cells: tuple[str, ...] = ()  # XLSX: the cells the span covers ("Sheet1!B7")
     locator: str = ""
     url: str = ""
     hidden_chars: int = 0  # characters of the quote a reader cannot see in the source
@@ -131,8 +133,10 @@ class Citation:
     page: int | None = None
     page_label: str = ""
     rects: tuple[Rect, ...] = ()
-    src_start: int | None = None  # HTML: decoded-source range
+    src_start: int | None = None  # HTML: decoded-source range; DOCX, PPTX, XLSX: range in ``part``
     src_end: int | None = None
+    part: str = ""  # DOCX, PPTX, XLSX: the zip member src_start/src_end index, decoded as UTF-8
+    cells: tuple[str, ...] = ()  # XLSX: the cells the span covers ("Sheet1!B7")
     locator: str = ""  # URL fragment that opens the source at the span
     url: str = ""  # the live page at the span (its own address + locator); "" when the document names none
     prefix: str = ""  # up to 32 characters of document text before the quote

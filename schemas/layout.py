@@ -32,6 +32,9 @@ TABLE_FILES = {
     "html_map": "html_map.parquet",
     "hidden_text": "hidden_text.parquet",
     "html_boxes": "html_boxes.parquet",
+    "office_map": "office_map.parquet",
+    "office_pages": "office_pages.parquet",
+    "office_cells": "office_cells.parquet",
 }
 MANIFEST = "manifest.json"
 FAISS_FILE = "vectors.faiss"

@@ -47,6 +47,8 @@ def citation_from_json(raw: dict) -> Citation:
     if not isinstance(rects, list):
         raise TypeError(f"rects: expected a list, got {type(rects).__name__}")
     fields["rects"] = tuple(Rect(**_checked_fields(Rect, r)) for r in rects)
+    if "cells" in fields:
+        fields["cells"] = tuple(fields["cells"] or ())
     if "hidden_reasons" in fields:
         fields["hidden_reasons"] = tuple(HiddenReason(reason) for reason in fields["hidden_reasons"])
     return Citation(**fields)

@@ -267,6 +267,11 @@ class OfficeRuns(_RunColumns):
         return cls(*columns, np.array([code[r.part] for r in runs], dtype=np.int32), *sources,
                    np.array([RUN_KINDS.index(r.kind) for r in runs], dtype=np.int8), parts)
 
+    def rows(self, first: int, stop: int) -> OfficeRuns:
+        """Runs [first, stop), sharing the columns."""
+        return OfficeRuns(self.start[first:stop], self.end[first:stop], self.part_code[first:stop],
+                          self.src_start[first:stop], self.src_end[first:stop], self.kind[first:stop], self.parts)
+
     def _row(self, i: int) -> OfficeRun:
         return OfficeRun(int(self.start[i]), int(self.end[i]), self.parts[self.part_code[i]], int(self.src_start[i]),
                          int(self.src_end[i]), RUN_KINDS[self.kind[i]])
@@ -326,7 +331,7 @@ class ParsedDocument:
 
     @property
     def n_pages(self) -> int:
-        return len(self.pages)
+        return len(self.pages) or len(self.office_pages)  # PDF pages, or PPTX slides and XLSX sheets
 
     @property
     def pages_without_text(self) -> int:

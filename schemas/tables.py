@@ -25,13 +25,17 @@ from schemas.records import (
     HtmlRun,
     HtmlRuns,
     MediaType,
+    OfficeCell,
+    OfficePage,
+    OfficeRun,
+    OfficeRuns,
     PdfCharRun,
     PdfPage,
     RunKind,
 )
 
-FORMAT_VERSION = 4  # 2: documents.source_url; 3: hidden_text, chunks.n_hidden, documents.n_hidden_chars;
-# 4: html_boxes, pdf_pages.ocr, pdf_chars.ocr_confidence
+FORMAT_VERSION = 5  # 2: documents.source_url; 3: hidden_text, chunks.n_hidden, documents.n_hidden_chars;
+# 4: html_boxes, pdf_pages.ocr, pdf_chars.ocr_confidence; 5: office_map, office_pages, office_cells
 META_TABLE = b"spanindex.table"
 META_FORMAT = b"spanindex.format_version"
 META_MODEL = b"spanindex.model_id"
@@ -124,6 +128,46 @@ HTML_MAP = pa.schema(
     ]
 )
 
+# DOCX, PPTX, XLSX: runs where part[src_start:src_end] (the zip member's XML decoded as UTF-8,
+# in code points) produced text[start:end]; kind as in html_map (synthetic: part "", empty range).
+OFFICE_MAP = pa.schema(
+    [
+        ("doc_id", pa.string()),
+        ("doc_version", pa.string()),
+        ("start", pa.int64()),
+        ("end", pa.int64()),
+        ("part", pa.string()),
+        ("src_start", pa.int64()),
+        ("src_end", pa.int64()),
+        ("kind", pa.string()),
+    ]
+)
+
+# PPTX slides and XLSX sheets: each one's slice of the text (page: the slide's number, the
+# sheet's place in the workbook; name: the sheet's name or the slide's part).
+OFFICE_PAGES = pa.schema(
+    [
+        ("doc_id", pa.string()),
+        ("doc_version", pa.string()),
+        ("page", pa.int32()),
+        ("start", pa.int64()),
+        ("end", pa.int64()),
+        ("name", pa.string()),
+        ("hidden", pa.bool_()),
+    ]
+)
+
+# XLSX: the text of each cell and its reference ("Sheet1!B7").
+OFFICE_CELLS = pa.schema(
+    [
+        ("doc_id", pa.string()),
+        ("doc_version", pa.string()),
+        ("start", pa.int64()),
+        ("end", pa.int64()),
+        ("ref", pa.string()),
+    ]
+)
+
 # BM25 postings, one row per token (ingest.store.lexical writes it, index.search.lexical reads it):
 # the chunks (vector_ids) that hold the token, and its BM25 weight in each.
 LEXICAL = pa.schema(
@@ -153,11 +197,15 @@ SCHEMAS: dict[str, pa.Schema] = {
     "html_map": HTML_MAP,
     "hidden_text": HIDDEN_TEXT,
     "html_boxes": HTML_BOXES,
+    "office_map": OFFICE_MAP,
+    "office_pages": OFFICE_PAGES,
+    "office_cells": OFFICE_CELLS,
     "lexical": LEXICAL,
 }
 # Tables whose rows belong to one document each, grouped by doc_id: carried over with an
 # unchanged document, checked against its text by fsck.
-DOCUMENT_MAP_TABLES = ("pdf_pages", "pdf_chars", "html_map", "hidden_text", "html_boxes")
+DOCUMENT_MAP_TABLES = ("pdf_pages", "pdf_chars", "html_map", "hidden_text", "html_boxes", "office_map", "office_pages",
+                       "office_cells")
 
 # Record type behind each table, and record field -> column where names differ.
 RECORD_TYPES: dict[str, tuple[type, dict[str, str]]] = {
@@ -168,6 +216,9 @@ RECORD_TYPES: dict[str, tuple[type, dict[str, str]]] = {
     "html_map": (HtmlRun, {}),
     "hidden_text": (HiddenRun, {}),
     "html_boxes": (PdfCharRun, {"glyph_boxes": "boxes"}),
+    "office_map": (OfficeRun, {}),
+    "office_pages": (OfficePage, {}),
+    "office_cells": (OfficeCell, {}),
 }
 
 
@@ -265,6 +316,61 @@ def html_map_table(doc_id: str, doc_version: str, runs: Sequence[HtmlRun]) -> pa
         ],
         schema=HTML_MAP,
     )
+
+
+def office_map_table(doc_id: str, doc_version: str, runs: Sequence[OfficeRun]) -> pa.Table:
+    """The runs' rows, made from their columns, as ``html_map_table`` makes them.
+
+    >>> office_map_table("a.docx", "v", [OfficeRun(0, 1, "word/document.xml", 3, 4, RunKind.TEXT)]).column("part").to_pylist()
+    ['word/document.xml']
+    """
+    if not isinstance(runs, OfficeRuns):
+        runs = OfficeRuns.from_records(runs)
+    n = len(runs)
+    kinds = pa.DictionaryArray.from_arrays(pa.array(runs.kind, pa.int8()), pa.array([k.value for k in RUN_KINDS]))
+    parts = pa.DictionaryArray.from_arrays(pa.array(runs.part_code, pa.int32()), pa.array(runs.parts, pa.string()))
+    return pa.Table.from_arrays(
+        [
+            _repeated(doc_id, n),
+            _repeated(doc_version, n),
+            pa.array(runs.start, pa.int64()),
+            pa.array(runs.end, pa.int64()),
+            parts.cast(pa.string()),
+            pa.array(runs.src_start, pa.int64()),
+            pa.array(runs.src_end, pa.int64()),
+            kinds.cast(pa.string()),
+        ],
+        schema=OFFICE_MAP,
+    )
+
+
+def office_pages_table(doc_id: str, doc_version: str, pages: Sequence[OfficePage]) -> pa.Table:
+    return _records_table(pages, OFFICE_PAGES, doc_id=doc_id, doc_version=doc_version)
+
+
+def office_cells_table(doc_id: str, doc_version: str, cells: Sequence[OfficeCell]) -> pa.Table:
+    return _records_table(cells, OFFICE_CELLS, doc_id=doc_id, doc_version=doc_version)
+
+
+def office_run_records(table: pa.Table) -> OfficeRuns:
+    """The office_map rows of one document as ``OfficeRuns`` (columns, no object per run)."""
+    parts = table.column("part").combine_chunks().dictionary_encode() if table.num_rows else None
+    kinds = table.column("kind").to_pylist()
+    return OfficeRuns(
+        table.column("start").to_numpy(), table.column("end").to_numpy(),
+        parts.indices.to_numpy(zero_copy_only=False).astype(np.int32) if parts is not None else np.zeros(0, np.int32),
+        table.column("src_start").to_numpy(), table.column("src_end").to_numpy(),
+        np.array([RUN_KINDS.index(RunKind(k)) for k in kinds], dtype=np.int8),
+        tuple(parts.dictionary.to_pylist()) if parts is not None else ("",),
+    )
+
+
+def office_page_records(table: pa.Table) -> list[OfficePage]:
+    return [OfficePage(**row) for row in table.select([f.name for f in fields(OfficePage)]).to_pylist()]
+
+
+def office_cell_records(table: pa.Table) -> list[OfficeCell]:
+    return [OfficeCell(**row) for row in table.select([f.name for f in fields(OfficeCell)]).to_pylist()]
 
 
 def _repeated(value: str, n: int) -> pa.Array:

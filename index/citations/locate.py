@@ -11,7 +11,7 @@ from dataclasses import dataclass
 import numpy as np
 import pyarrow as pa
 
-from schemas.records import Rect, RunKind
+from schemas.records import RUN_KINDS, OfficeCell, OfficePage, OfficeRuns, Rect, RunKind
 
 
 @dataclass(frozen=True, slots=True, eq=False)
@@ -205,3 +205,40 @@ class HtmlSourceMap:
             else:
                 ranges.append((src_a, src_b))
         return ranges
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class OfficeSourceMap:
+    """Where the text of a DOCX, PPTX or XLSX came from: each run's part and range in that part's
+    XML (decoded as UTF-8), the slides or sheets, and the XLSX cells, by character offset."""
+
+    runs: OfficeRuns
+    pages: tuple[OfficePage, ...]
+    cells: tuple[OfficeCell, ...]
+
+    def source_range(self, start: int, end: int) -> tuple[str, int, int] | None:
+        """``(part, src_start, src_end)``: the part of the first real character of text
+        ``[start, end)`` and its range there, up to the last real character from the same part;
+        None when the span holds only generated text (separators, titles, list labels)."""
+        runs = self.runs
+        first = int(np.searchsorted(runs.end, start, side="right"))
+        last = int(np.searchsorted(runs.start, end, side="left"))
+        real = [i for i in range(first, last) if runs.parts[runs.part_code[i]] and runs.src_end[i] > runs.src_start[i]]
+        if not real:
+            return None
+        part = int(runs.part_code[real[0]])
+        same = [i for i in real if runs.part_code[i] == part]
+        a, b = same[0], same[-1]
+        text = RUN_KINDS.index(RunKind.TEXT)  # one source character per text character; else the whole run
+        src_start = int(runs.src_start[a]) + (max(start, int(runs.start[a])) - int(runs.start[a]) if runs.kind[a] == text else 0)
+        src_end = (int(runs.src_start[b]) + min(end, int(runs.end[b])) - int(runs.start[b]) if runs.kind[b] == text
+                   else int(runs.src_end[b]))
+        return runs.parts[part], src_start, max(src_start, src_end)
+
+    def page_of(self, offset: int) -> int | None:
+        """The slide or sheet (1-based) the character at ``offset`` is on; None for a DOCX."""
+        return next((p.page for p in self.pages if p.start <= offset < p.end), None)
+
+    def cells_of(self, start: int, end: int) -> tuple[str, ...]:
+        """The XLSX cells whose text overlaps ``[start, end)``, in order."""
+        return tuple(c.ref for c in self.cells if c.start < end and start < c.end)

@@ -31,6 +31,8 @@ from schemas.citations import (
 )
 from schemas.records import Chunk, DocumentRecord, MediaType
 
+OFFICE_TYPES = (MediaType.DOCX, MediaType.PPTX, MediaType.XLSX)
+
 
 class Verifier:
     """Checks supports against one index generation (whose offset maps are built once per document).
@@ -112,7 +114,8 @@ class Verifier:
     @on_one_generation
     def place(self, chunk: Chunk, char_start: int, char_end: int, occurrences: int = 1) -> Placement:
         """Where ``chunk.text[char_start:char_end]`` lies: document offsets, context, and for a PDF
-        the page and line rectangles, for HTML the decoded-source range and a text fragment."""
+        the page and line rectangles, for HTML the decoded-source range and a text fragment, for an
+        office file the part and its range (and the slide or sheet, and the cells of a sheet)."""
         doc_text = self.index.doc_text(chunk.doc_version)
         doc_start, doc_end = chunk.start + char_start, chunk.start + char_end
         prefix, suffix = context(doc_text, doc_start, doc_end)
@@ -159,6 +162,12 @@ class Verifier:
                 rects = tuple(box_map.rects(doc_text, doc_start, doc_end))
                 span = dataclasses.replace(span, page=rects[0].page if rects else None, rects=rects)
             return span
+        if media_type in OFFICE_TYPES:
+            office = self.index.office_source_map(chunk.doc_id)
+            source = office.source_range(doc_start, doc_end)
+            part, src_start, src_end = source if source else ("", None, None)
+            return dataclasses.replace(span, part=part, src_start=src_start, src_end=src_end,
+                                       page=office.page_of(doc_start), cells=office.cells_of(doc_start, doc_end))
         return span
 
     @on_one_generation

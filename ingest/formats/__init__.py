@@ -15,6 +15,7 @@ __getattr__, __dir__, __all__ = lazy_loader.attach(__name__, submod_attrs={
     "pdf.passwords": ["Passwords"],
     "pdf.tesseract": ["describe", "find_tesseract", "resolve_ocr"],
     "html.defuse": ["Defuser"],
+    "office.readback": ["office_run_problems"],
     "html.layout": ["HtmlLayout", "LayoutError", "LayoutStats", "close_shared_browser", "layout_engine",
                     "shared_browser"],
 })

@@ -30,7 +30,13 @@ SUFFIXES = {
     ".markdown": MediaType.MARKDOWN,
     ".txt": MediaType.TEXT,
     ".text": MediaType.TEXT,
+    ".docx": MediaType.DOCX,
+    ".docm": MediaType.DOCX,  # macros are data: never read, never run
+    ".pptx": MediaType.PPTX,
+    ".xlsx": MediaType.XLSX,
+    ".xlsm": MediaType.XLSX,
 }
+OFFICE_PARSERS = {MediaType.DOCX: "parse_docx", MediaType.PPTX: "parse_pptx", MediaType.XLSX: "parse_xlsx"}
 
 
 def media_type_of(doc_id: str) -> MediaType | None:
@@ -94,6 +100,10 @@ def _parser(media_type: MediaType, limits: DocumentLimits, ocr: OcrSettings, pas
         from ingest.formats.html.parser import parse_html
 
         return parse_html
+    if media_type in OFFICE_PARSERS:
+        from ingest.formats import office
+
+        return getattr(office, OFFICE_PARSERS[media_type])
     from ingest.formats.text import parse_text
 
     return lambda source, doc_id: parse_text(source, doc_id, media_type)

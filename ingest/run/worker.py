@@ -44,6 +44,7 @@ from schemas.records import (
     HtmlRuns,
     MediaType,
     OcrSettings,
+    OfficeRuns,
     ParsedDocument,
 )
 from schemas.tables import (
@@ -51,6 +52,9 @@ from schemas.tables import (
     hidden_text_table,
     html_boxes_table,
     html_map_table,
+    office_cells_table,
+    office_map_table,
+    office_pages_table,
     pdf_chars_table,
     pdf_pages_table,
 )
@@ -250,7 +254,8 @@ def _process_source(job: FileJob, held: list[bytes], settings: WorkerSettings) -
         files = None
     tables, spilled = _map_tables(parsed, settings, layout)
     # Chunking needs the text, its pages and hidden runs; the maps are on their way already.
-    parsed = dataclasses.replace(parsed, char_runs=(), html_runs=(), decoded_source=None, decrypted_source=None)
+    parsed = dataclasses.replace(parsed, char_runs=(), html_runs=(), office_runs=(), office_cells=(), decoded_source=None,
+                                 decrypted_source=None)
 
     spans = chunk_spans(parsed.text, _tokenizer, settings.chunker, parsed.hidden_runs)
     chunks = make_chunks(parsed, spans)
@@ -336,6 +341,14 @@ def _map_tables(parsed: ParsedDocument, settings: WorkerSettings,
     if parsed.html_runs:
         runs = parsed.html_runs if isinstance(parsed.html_runs, HtmlRuns) else HtmlRuns.from_records(parsed.html_runs)
         add("html_map", len(runs), lambda a, b: html_map_table(doc_id, version, runs.rows(a, b)))
+    if parsed.office_runs:
+        office = parsed.office_runs
+        office = office if isinstance(office, OfficeRuns) else OfficeRuns.from_records(office)
+        add("office_map", len(office), lambda a, b: office_map_table(doc_id, version, office.rows(a, b)))
+        add("office_pages", len(parsed.office_pages),
+            lambda a, b: office_pages_table(doc_id, version, parsed.office_pages[a:b]))
+        add("office_cells", len(parsed.office_cells),
+            lambda a, b: office_cells_table(doc_id, version, parsed.office_cells[a:b]))
     if parsed.hidden_runs:
         add("hidden_text", len(parsed.hidden_runs),
             lambda a, b: hidden_text_table(doc_id, version, parsed.hidden_runs[a:b]))

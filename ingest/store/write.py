@@ -33,14 +33,14 @@ from schemas.tables import SCHEMAS, documents_table, with_metadata
 # row, a run of characters with their boxes, is ~230 bytes in Arrow; a chunk ~0.9 KB): with 65,536
 # and 4,096 rows, a 10x corpus's build peaked 38 MB above a 1x one's, which never filled one.
 ROW_GROUP_ROWS = {"chunks": 1024, "pdf_chars": 16384, "pdf_pages": 65536, "html_map": 16384, "hidden_text": 65536,
-                  "html_boxes": 16384}
+                  "html_boxes": 16384, "office_map": 16384, "office_pages": 65536, "office_cells": 65536}
 
 # Columns written dictionary-encoded: strings that repeat from row to row. The others are
 # written plain: for an offset or a box column Parquet builds a dictionary and then drops it
 # (too many distinct values), and that costs the build several times the rows in memory (the
 # shared corpus's pdf_chars, 40,711 rows, 8.7 MB in Arrow: +41 MB at its write, +17 MB with
 # these alone), for a file no larger (that one 5% smaller: zstd compresses plain pages well).
-DICTIONARY_COLUMNS = frozenset({"doc_id", "doc_version", "kind", "label", "reason"})
+DICTIONARY_COLUMNS = frozenset({"doc_id", "doc_version", "kind", "label", "reason", "part"})
 
 
 @contextlib.contextmanager

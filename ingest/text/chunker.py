@@ -733,7 +733,8 @@ def _gap_contents(bmp: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> tuple[np.n
 
 def make_chunks(doc: ParsedDocument, spans: list[ChunkSpan], first_vector_id: int = 0) -> list[Chunk]:
     """Chunk records of one document, with pages where the document has them."""
-    page_starts = [p.start for p in doc.pages]
+    pages = doc.pages or doc.office_pages  # PDF pages, or PPTX slides and XLSX sheets
+    page_starts = [p.start for p in pages]
     doc_version = doc.doc_version
     hidden = HiddenText(doc.hidden_runs)
     chunks = []
@@ -741,8 +742,8 @@ def make_chunks(doc: ParsedDocument, spans: list[ChunkSpan], first_vector_id: in
         text = doc.text[span.start : span.end]
         page_start = page_end = None
         if page_starts:
-            page_start = doc.pages[max(0, bisect.bisect_right(page_starts, span.start) - 1)].page
-            page_end = doc.pages[max(0, bisect.bisect_right(page_starts, span.end - 1) - 1)].page
+            page_start = pages[max(0, bisect.bisect_right(page_starts, span.start) - 1)].page
+            page_end = pages[max(0, bisect.bisect_right(page_starts, span.end - 1) - 1)].page
         chunks.append(
             Chunk(
                 chunk_id=f"{doc.doc_id}#tok:{span.token_start}",

@@ -11,7 +11,7 @@ import pytest
 from conftest import SHARED_CORPUS
 from ingest.formats.office import package as office_package
 from ingest.formats.office import parse_docx
-from ingest.formats.office.readback import run_problems
+from ingest.formats.office.readback import office_run_problems
 from schemas.errors import CorruptDocumentError, DocumentTooLargeError, EncryptedDocumentError
 from schemas.records import HiddenReason, MediaType, RunKind
 
@@ -56,7 +56,7 @@ def parse_checked(source: bytes, doc_id: str = "t.docx"):
     """Parse, and hold the map to its rules on the way."""
     doc = parse_docx(source, doc_id)
     archive = zipfile.ZipFile(io.BytesIO(source))
-    assert run_problems(doc.text, doc.office_runs, lambda part: archive.read(part).decode("utf-8")) == []
+    assert office_run_problems(doc.text, doc.office_runs, lambda part: archive.read(part).decode("utf-8")) == []
     return doc
 
 
@@ -196,17 +196,20 @@ def test_a_multibyte_part_maps_code_points_not_bytes():
     assert doc.text == "Grüße, 日本語 \U0001f986 & done"
 
 
+@pytest.mark.hostile("an encrypted (password-protected) Word file", "error row: EncryptedDocumentError, 'encrypted'")
 def test_an_encrypted_file_is_an_encrypted_document_error():
     ole = office_package.OLE_SIGNATURE + b"\0" * 100 + "EncryptionInfo".encode("utf-16-le") + b"\0" * 100
     with pytest.raises(EncryptedDocumentError):
         parse_docx(ole, "secret.docx")
 
 
+@pytest.mark.hostile("a legacy binary Word 97-2003 file", "error row: CorruptDocumentError naming the format")
 def test_a_legacy_doc_is_refused_by_name():
     with pytest.raises(CorruptDocumentError, match=r"Word 97-2003 \(\.doc\)"):
         parse_docx(office_package.OLE_SIGNATURE + b"\0" * 500, "old.doc")
 
 
+@pytest.mark.hostile("a .docx that is not a zip, or a zip without its main part", "error row: CorruptDocumentError")
 def test_a_corrupt_zip_or_a_missing_main_part_is_a_corrupt_document():
     with pytest.raises(CorruptDocumentError):
         parse_docx(b"PK\x03\x04 not really a zip", "broken.docx")
@@ -217,6 +220,7 @@ def test_a_corrupt_zip_or_a_missing_main_part_is_a_corrupt_document():
         parse_docx(buffer.getvalue(), "norels.docx")
 
 
+@pytest.mark.hostile("a part with a DOCTYPE declaring an external entity (XXE)", "error row: CorruptDocumentError, 'DOCTYPE'; nothing is resolved or read")
 def test_a_doctype_is_refused_so_no_entity_is_ever_expanded():
     source = docx(paragraph(run("x")))
     buffer = io.BytesIO()
@@ -230,6 +234,7 @@ def test_a_doctype_is_refused_so_no_entity_is_ever_expanded():
         parse_docx(buffer.getvalue(), "xxe.docx")
 
 
+@pytest.mark.hostile("a part that decompresses over the limit (a zip bomb)", "error row: DocumentTooLargeError before it is decompressed")
 def test_a_part_over_the_size_limit_is_refused_before_it_is_decompressed(monkeypatch):
     monkeypatch.setattr(office_package, "MAX_PART_BYTES", 1000)
     with pytest.raises(DocumentTooLargeError):

@@ -16,6 +16,7 @@ import pymupdf
 import pytest
 
 import index
+from ingest.formats.parse import media_type_of
 from ingest.text.chunker import embed_text
 from schemas.records import DocStatus, MediaType, RunKind
 
@@ -160,7 +161,7 @@ def test_bad_input_is_recorded_and_the_batch_carries_on(sample_index_test_model)
 @pytest.mark.spawns
 def test_shared_corpus_documents_are_indexed_or_say_why(shared_index):
     idx = index.open(shared_index)
-    files = sorted(p.relative_to(SHARED_CORPUS).as_posix() for p in SHARED_CORPUS.rglob("*") if p.suffix in (".pdf", ".html"))
+    files = sorted(p.relative_to(SHARED_CORPUS).as_posix() for p in SHARED_CORPUS.rglob("*") if media_type_of(p.name))
     docs = {d.doc_id: d for d in idx.documents()}
     assert sorted(docs) == files
     for doc in docs.values():

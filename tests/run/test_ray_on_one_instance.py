@@ -36,7 +36,8 @@ from ray_processes import EXIT_WAIT_S, ray_processes, wait_for_no_strays, wait_u
 
 pytestmark = [pytest.mark.slow, pytest.mark.spawns]  # a Ray instance: processes, and seconds to start
 
-TABLES = ("documents", "chunks", "pdf_chars", "pdf_pages", "html_map", "hidden_text")
+TABLES = ("documents", "chunks", "pdf_chars", "pdf_pages", "html_map", "hidden_text", "office_map", "office_pages",
+          "office_cells")
 
 
 @pytest.fixture(scope="module")

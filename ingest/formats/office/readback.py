@@ -56,7 +56,7 @@ def _unescape(match: re.Match) -> str:
     return _NAMED[name]
 
 
-def run_problems(text: str, runs: Sequence[OfficeRun], part_text: Callable[[str], str]) -> list[str]:
+def office_run_problems(text: str, runs: Sequence[OfficeRun], part_text: Callable[[str], str]) -> list[str]:
     """Where ``runs`` break the office map's rules for ``text`` ([] when none does).
 
     Runs are sorted and cover every character exactly once; a synthetic run has no part and an
