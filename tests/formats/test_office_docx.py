@@ -9,9 +9,9 @@ import zipfile
 import pytest
 
 from conftest import SHARED_CORPUS
+from office_checks import parsed_and_checked
 from ingest.formats.office import package as office_package
 from ingest.formats.office import parse_docx
-from ingest.formats.office.readback import office_run_problems
 from schemas.errors import CorruptDocumentError, DocumentTooLargeError, EncryptedDocumentError
 from schemas.records import HiddenReason, MediaType, RunKind
 
@@ -53,11 +53,7 @@ def run(text: str, properties: str = "") -> str:
 
 
 def parse_checked(source: bytes, doc_id: str = "t.docx"):
-    """Parse, and hold the map to its rules on the way."""
-    doc = parse_docx(source, doc_id)
-    archive = zipfile.ZipFile(io.BytesIO(source))
-    assert office_run_problems(doc.text, doc.office_runs, lambda part: archive.read(part).decode("utf-8")) == []
-    return doc
+    return parsed_and_checked(parse_docx, source, doc_id)
 
 
 def synthetic_text(doc) -> str:

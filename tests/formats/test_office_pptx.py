@@ -9,8 +9,8 @@ import zipfile
 import pytest
 
 from conftest import SHARED_CORPUS
+from office_checks import parsed_and_checked
 from ingest.formats.office import parse_pptx
-from ingest.formats.office.readback import office_run_problems
 from schemas.records import HiddenReason, MediaType, RunKind
 
 P = "http://schemas.openxmlformats.org/presentationml/2006/main"
@@ -58,10 +58,7 @@ def pptx(slides: list[tuple[str, str]], notes: dict[int, str] | None = None, sho
 
 
 def parse_checked(source: bytes, doc_id: str = "t.pptx"):
-    doc = parse_pptx(source, doc_id)
-    archive = zipfile.ZipFile(io.BytesIO(source))
-    assert office_run_problems(doc.text, doc.office_runs, lambda part: archive.read(part).decode("utf-8")) == []
-    return doc
+    return parsed_and_checked(parse_pptx, source, doc_id)
 
 
 @pytest.mark.skipif(not CORPUS, reason="no shared office corpus")

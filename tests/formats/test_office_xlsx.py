@@ -9,9 +9,9 @@ from datetime import date, datetime
 import pytest
 
 from conftest import SHARED_CORPUS
+from office_checks import parsed_and_checked
 from ingest.formats.office import parse_xlsx
 from ingest.formats.office.numbers import format_value, general
-from ingest.formats.office.readback import office_run_problems
 from schemas.records import HiddenReason, MediaType, RunKind
 
 S = "http://schemas.openxmlformats.org/spreadsheetml/2006/main"
@@ -47,10 +47,7 @@ def xlsx(sheets: list[tuple[str, str, str]], shared: str = SHARED) -> bytes:
 
 
 def parse_checked(source: bytes, doc_id: str = "t.xlsx"):
-    doc = parse_xlsx(source, doc_id)
-    archive = zipfile.ZipFile(io.BytesIO(source))
-    assert office_run_problems(doc.text, doc.office_runs, lambda part: archive.read(part).decode("utf-8")) == []
-    return doc
+    return parsed_and_checked(parse_xlsx, source, doc_id)
 
 
 def cells(doc) -> dict[str, str]:
