@@ -39,6 +39,10 @@ def main() -> None:
         embedder = _test_embedder() if args.skip_model else SentenceTransformerEmbedder()
         bench_parse(corpus)
         bench_parse_html(corpus)
+        from benchmarks import office
+
+        print("== office parsing")
+        RESULTS["office"] = office.run(corpus / "office")
         index_dir, full_seconds = bench_build(corpus, work, embedder)
         if corpus == SHARED and not args.skip_model:
             from benchmarks.retrieval import bench_retrieval
