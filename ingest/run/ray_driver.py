@@ -299,18 +299,35 @@ class _Flight:
     attempts: int = 1
 
 
-def _join(ray, address: str, options: dict, attempts: int = 3) -> None:
+# How a Ray Client head says that the server it starts for each driver did not come up: the
+# proxier's own error, or a traceback from inside its start (the new server already dead, a zombie).
+_CLIENT_SERVER_FAILED = ("Starting Ray client server failed", "start_specific_server")
+
+
+def _join(ray, address: str, options: dict, attempts: int = 3, pause_s: float = 2.0) -> None:
     """``ray.init`` on a running cluster. A Ray Client head starts a server process for each
-    driver and gives up when it is slow to come up (a loaded head): that failure is tried again."""
+    driver, and that start fails now and then (slow on a loaded head; on an idle one the new
+    process died at once, forked while the head's gRPC threads ran): that failure is tried again.
+
+    >>> class FlakyHead:
+    ...     calls = 0
+    ...     def init(self, address, **options):
+    ...         FlakyHead.calls += 1
+    ...         if FlakyHead.calls == 1:
+    ...             raise ConnectionAbortedError("Initialization failure from server: in start_specific_server")
+    ...     def shutdown(self): pass
+    >>> _join(FlakyHead(), "ray://head:10001", {}, pause_s=0); FlakyHead.calls
+    2
+    """
     for attempt in range(1, attempts + 1):
         try:
             ray.init(address=address, **options)
             return
         except ConnectionError as exc:
-            if attempt == attempts or "Starting Ray client server failed" not in str(exc):
+            if attempt == attempts or not any(sign in str(exc) for sign in _CLIENT_SERVER_FAILED):
                 raise
             ray.shutdown()  # whatever the failed attempt left connected
-            time.sleep(2 * attempt)
+            time.sleep(pause_s * attempt)
 
 
 def _crash_errors(ray) -> tuple[type[BaseException], ...]:
