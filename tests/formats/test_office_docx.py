@@ -24,7 +24,7 @@ NS = (f'xmlns:w="{W}" xmlns:r="{R}" xmlns:mc="http://schemas.openxmlformats.org/
 CORPUS = sorted(SHARED_CORPUS.glob("office/*.docx")) if (SHARED_CORPUS / "office").is_dir() else []
 
 
-def docx(body: str, parts: dict[str, tuple[str, str]] | None = None, styles: str = "") -> bytes:
+def docx(body: str, parts: dict[str, tuple[str, str]] | None = None, styles: str = "", background: str = "") -> bytes:
     """A DOCX whose body is ``body``; ``parts``: relationship type -> (part name, XML)."""
     parts = dict(parts or {})
     if styles:
@@ -37,7 +37,7 @@ def docx(body: str, parts: dict[str, tuple[str, str]] | None = None, styles: str
         z.writestr("_rels/.rels", f'<Relationships xmlns="{RELS}"><Relationship Id="rId1" '
                                   f'Type="{R}/officeDocument" Target="word/document.xml"/></Relationships>')
         z.writestr("word/document.xml", f'<?xml version="1.0" encoding="UTF-8"?>\r\n'
-                                        f'<w:document {NS}><w:body>{body}</w:body></w:document>')
+                                        f'<w:document {NS}>{background}<w:body>{body}</w:body></w:document>')
         z.writestr("word/_rels/document.xml.rels", f'<Relationships xmlns="{RELS}">{rels}</Relationships>')
         for name, xml in parts.values():
             z.writestr(name, xml)
@@ -158,6 +158,46 @@ def test_hidden_text_stays_in_the_text_and_is_flagged():
     assert doc.text == "Seen unseen also styled away shown"
     hidden = [(doc.text[h.start:h.end], h.reason) for h in doc.hidden_runs]
     assert hidden == [("unseen", HiddenReason.HIDDEN_FORMATTING), ("styled away", HiddenReason.HIDDEN_FORMATTING)]
+
+
+def hidden_texts(doc) -> list[tuple[str, HiddenReason]]:
+    return [(doc.text[h.start:h.end], h.reason) for h in doc.hidden_runs]
+
+
+def test_white_on_white_and_text_under_one_point_are_hidden_with_their_reasons():
+    white, tiny = '<w:rPr><w:color w:val="ffffff"/></w:rPr>', '<w:rPr><w:sz w:val="1"/></w:rPr>'
+    doc = parse_checked(docx(paragraph(
+        run("Seen "), run("white", white), run(" "), run("tiny", tiny), run(" "),
+        run("one point", '<w:rPr><w:sz w:val="2"/></w:rPr>'), run(" "),
+        run("auto", '<w:rPr><w:color w:val="auto"/></w:rPr>'), run(" "),
+        run("white on black", '<w:rPr><w:color w:val="FFFFFF"/><w:highlight w:val="black"/></w:rPr>'))))
+    assert hidden_texts(doc) == [("white", HiddenReason.BACKGROUND_COLOR), ("tiny", HiddenReason.TINY)]
+
+
+def test_the_background_is_the_runs_then_the_paragraphs_then_the_cells_then_the_pages():
+    navy = '<w:rPr><w:color w:val="000080"/></w:rPr>'
+    shaded = '<w:pPr><w:shd w:val="clear" w:color="auto" w:fill="000080"/></w:pPr>'
+    cell = ('<w:tbl><w:tr><w:tc><w:tcPr><w:shd w:val="clear" w:fill="000080"/></w:tcPr>'
+            f'{paragraph(run("in a navy cell", navy))}</w:tc></w:tr></w:tbl>')
+    doc = parse_checked(docx(paragraph(run("navy on white", navy)) + paragraph(run("navy on navy", navy),
+                                                                              properties=shaded) + cell))
+    assert hidden_texts(doc) == [("navy on navy", HiddenReason.BACKGROUND_COLOR),
+                                 ("in a navy cell", HiddenReason.BACKGROUND_COLOR)]
+    on_navy_page = parse_checked(docx(paragraph(run("navy page", navy), run(" white", '<w:rPr><w:color w:val="FFFFFF"/></w:rPr>')),
+                                      background='<w:background w:color="000080"/>'))
+    assert hidden_texts(on_navy_page) == [("navy page", HiddenReason.BACKGROUND_COLOR)]
+
+
+def test_colour_and_size_come_from_the_style_chain_and_the_document_defaults():
+    styles = ('<w:docDefaults><w:rPrDefault><w:rPr><w:color w:val="FFFFFF"/></w:rPr></w:rPrDefault></w:docDefaults>'
+              '<w:style w:type="paragraph" w:styleId="Base"><w:rPr><w:color w:val="000000"/></w:rPr></w:style>'
+              '<w:style w:type="paragraph" w:styleId="Body"><w:basedOn w:val="Base"/></w:style>'
+              '<w:style w:type="character" w:styleId="Small"><w:rPr><w:sz w:val="1"/></w:rPr></w:style>')
+    doc = parse_checked(docx(
+        paragraph(run("default white")) + paragraph(run("body black"), run(" small", '<w:rPr><w:rStyle w:val="Small"/></w:rPr>'),
+                                                    properties='<w:pPr><w:pStyle w:val="Body"/></w:pPr>'),
+        styles=styles))
+    assert hidden_texts(doc) == [("default white", HiddenReason.BACKGROUND_COLOR), (" small", HiddenReason.TINY)]
 
 
 def test_tables_give_cells_by_tabs_and_rows_by_lines():

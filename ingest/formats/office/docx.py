@@ -7,14 +7,13 @@ Fallback), text boxes are read where they are anchored, and list labels are synt
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from ingest.formats.office.builder import TextBuilder
 from ingest.formats.office.numbering import Numbering
 from ingest.formats.office.package import OfficePackage
+from ingest.formats.office.styles import WHITE, Styles, page_colour_of, shading
 from ingest.formats.office.xml_positions import Element, Piece
 from schemas.errors import CorruptDocumentError
-from schemas.records import HiddenReason, MediaType, ParsedDocument, RunKind
+from schemas.records import MediaType, ParsedDocument, RunKind
 
 # Elements that hold nothing a reader sees: properties, deleted or moved-away text, field
 # instructions, bookmarks. Skipped with everything inside them.
@@ -25,7 +24,6 @@ _SKIP = frozenset({
 })
 # Elements that stand for one character (the run holds them between its w:t).
 _CHARACTERS = {"w:tab": "\t", "w:br": "\n", "w:cr": "\n", "w:noBreakHyphen": "\u2011", "w:ptab": "\t"}
-_OFF = frozenset({"0", "false", "off"})
 _SECTIONS = (("Headers", "header"), ("Footers", "footer"))
 _NOTES = (("Footnotes", "footnotes", "w:footnote"), ("Endnotes", "endnotes", "w:endnote"),
           ("Comments", "comments", "w:comment"))
@@ -51,10 +49,11 @@ def parse_docx(source: bytes, doc_id: str) -> ParsedDocument:
         raise CorruptDocumentError(f"{main} has no body", doc_id=doc_id)
     rels = package.relationships(main)
     targets = {rel.rel_type: rel.target for rel in rels if rel.target and package.has(rel.target)}
-    styles = _Styles.read(package.xml(targets["styles"])[0] if "styles" in targets else None)
+    styles = Styles.read(package.xml(targets["styles"])[0] if "styles" in targets else None, _num_pr)
     numbering = Numbering.read(package.xml(targets["numbering"])[0] if "numbering" in targets else None)
+    page_colour = page_colour_of(root)
     builder = TextBuilder()
-    _Walker(builder, main, styles, numbering).blocks(body)
+    _Walker(builder, main, styles, numbering, page_colour).blocks(body)
     for title, rel_type in _SECTIONS:
         by_id = {rel.rel_id: rel.target for rel in rels if rel.rel_type == rel_type and package.has(rel.target)}
         referenced = [r.attrs.get("r:id", "") for r in root.iter(f"w:{rel_type}Reference")]
@@ -62,24 +61,25 @@ def parse_docx(source: bytes, doc_id: str) -> ParsedDocument:
         with builder.titled(title):
             for part in parts:
                 builder.separate("\n")
-                _Walker(builder, part, styles, numbering).blocks(package.xml(part)[0])
+                _Walker(builder, part, styles, numbering, page_colour).blocks(package.xml(part)[0])
     for title, rel_type, note_name in _NOTES:
         if rel_type in targets:
             with builder.titled(title):
-                _notes(builder, targets[rel_type], package.xml(targets[rel_type])[0], note_name, styles, numbering)
+                _notes(builder, targets[rel_type], package.xml(targets[rel_type])[0], note_name, styles, numbering,
+                       page_colour)
     built = builder.result()
     return ParsedDocument(doc_id=doc_id, media_type=MediaType.DOCX, text=built.text, title=package.title(),
                           office_runs=built.runs, hidden_runs=built.hidden_runs)
 
 
-def _notes(builder: TextBuilder, part: str, root: Element, note_name: str, styles: _Styles,
-           numbering: Numbering) -> None:
+def _notes(builder: TextBuilder, part: str, root: Element, note_name: str, styles: Styles,
+           numbering: Numbering, page_colour: str) -> None:
     number = 0
     for note in root.children_named(note_name):
         if note.attrs.get("w:type", "normal") != "normal":  # separators and continuation notices
             continue
         number += 1
-        walker = _Walker(builder, part, styles, numbering)
+        walker = _Walker(builder, part, styles, numbering, page_colour)
         point = builder.checkpoint()
         builder.separate("\n")
         builder.synthetic(f"[{number}] ")
@@ -90,46 +90,13 @@ def _notes(builder: TextBuilder, part: str, root: Element, note_name: str, style
             builder.rollback(point)
 
 
-@dataclass(frozen=True, slots=True)
-class _Style:
-    based_on: str | None
-    vanish: bool | None
-    numbering: tuple[str, int] | None
-
-
-class _Styles:
-    def __init__(self, styles: dict[str, _Style]) -> None:
-        self._styles = styles
-
-    @classmethod
-    def read(cls, root: Element | None) -> _Styles:
-        styles = {}
-        for style in root.children_named("w:style") if root is not None else ():
-            based_on = style.child("w:basedOn")
-            styles[style.attrs.get("w:styleId", "")] = _Style(
-                based_on.attrs.get("w:val") if based_on is not None else None,
-                _vanish(style.child("w:rPr")), _num_pr(style.find("w:pPr", "w:numPr")))
-        return cls(styles)
-
-    def _chain(self, style_id: str | None):
-        seen = set()
-        while style_id and style_id in self._styles and style_id not in seen:  # basedOn loops happen
-            seen.add(style_id)
-            yield self._styles[style_id]
-            style_id = self._styles[style_id].based_on
-
-    def vanish(self, style_id: str | None) -> bool | None:
-        return next((s.vanish for s in self._chain(style_id) if s.vanish is not None), None)
-
-    def numbering(self, style_id: str | None) -> tuple[str, int] | None:
-        return next((s.numbering for s in self._chain(style_id) if s.numbering is not None), None)
-
-
 class _Walker:
     """Writes one part's block and inline content (body, header, note, cell, text box)."""
 
-    def __init__(self, builder: TextBuilder, part: str, styles: _Styles, numbering: Numbering) -> None:
+    def __init__(self, builder: TextBuilder, part: str, styles: Styles, numbering: Numbering,
+                 page_colour: str = WHITE) -> None:
         self.builder, self.part, self.styles, self.numbering = builder, part, styles, numbering
+        self.backgrounds = [page_colour]  # the page's colour, then each enclosing cell's and paragraph's shading
         self.cell_depth = 0
         self.fields: list[bool] = []  # per open complex field: True while in its instruction
         self.paragraph_style: str | None = None
@@ -163,12 +130,14 @@ class _Walker:
         properties = paragraph.child("w:pPr")
         style = properties.find("w:pStyle") if properties is not None else None
         outer_style, self.paragraph_style = self.paragraph_style, style.attrs.get("w:val") if style is not None else None
+        self.backgrounds.append(shading(properties) or self.backgrounds[-1])
         numbered = _num_pr(properties.child("w:numPr") if properties is not None else None)
         numbered = numbered or self.styles.numbering(self.paragraph_style)
         if numbered is not None and numbered[0] != "0" and not self.in_instruction:
             self.builder.synthetic(self.numbering.label(*numbered))
         self.blocks(paragraph)
         self.paragraph_style = outer_style
+        self.backgrounds.pop()
         self.builder.separate(separator)
 
     def table(self, table: Element) -> None:
@@ -184,7 +153,9 @@ class _Walker:
                         self.builder.synthetic("\t")
                         self.builder.hold()
                 self.cell_depth += 1
+                self.backgrounds.append(shading(cell.child("w:tcPr")) or self.backgrounds[-1])
                 self.blocks(cell)
+                self.backgrounds.pop()
                 self.cell_depth -= 1
             self.builder.separate(" " if nested else "\n")
 
@@ -193,8 +164,8 @@ class _Walker:
         return any(self.fields)
 
     def run(self, run: Element) -> None:
-        reason = HiddenReason.HIDDEN_FORMATTING if self._run_hidden(run) else None
-        with self.builder.hidden(reason):
+        look = self.styles.run_look(run.child("w:rPr"), self.paragraph_style)
+        with self.builder.hidden(look.hidden_reason(self.backgrounds[-1])):
             for child in run.elements():
                 name = child.name
                 if name == "w:fldChar":
@@ -229,27 +200,6 @@ class _Walker:
             self.fields[-1] = False
         elif kind == "end" and self.fields:
             self.fields.pop()
-
-    def _run_hidden(self, run: Element) -> bool:
-        properties = run.child("w:rPr")
-        direct = _vanish(properties)
-        if direct is not None:
-            return direct
-        style = properties.child("w:rStyle") if properties is not None else None
-        by_style = self.styles.vanish(style.attrs.get("w:val")) if style is not None else None
-        if by_style is not None:
-            return by_style
-        return bool(self.styles.vanish(self.paragraph_style))
-
-
-def _vanish(properties: Element | None) -> bool | None:
-    if properties is None:
-        return None
-    flags = [properties.child("w:vanish"), properties.child("w:specVanish")]
-    flags = [f for f in flags if f is not None]
-    if not flags:
-        return None
-    return any(f.attrs.get("w:val", "true").lower() not in _OFF for f in flags)
 
 
 def _num_pr(num_pr: Element | None) -> tuple[str, int] | None:
