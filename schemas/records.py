@@ -24,6 +24,18 @@ class MediaType(StrEnum):
     DOCX = "application/vnd.openxmlformats-officedocument.wordprocessingml.document"
     PPTX = "application/vnd.openxmlformats-officedocument.presentationml.presentation"
     XLSX = "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet"
+    EPUB = "application/epub+zip"
+    ODT = "application/vnd.oasis.opendocument.text"
+    ODP = "application/vnd.oasis.opendocument.presentation"
+    ODS = "application/vnd.oasis.opendocument.spreadsheet"
+    DOC = "application/msword"  # legacy binary formats: read through LibreOffice's OOXML conversion
+    PPT = "application/vnd.ms-powerpoint"
+    XLS = "application/vnd.ms-excel"
+
+
+# Zip packages of XML (or XHTML) parts whose text is mapped into the parts: office_map's documents.
+OFFICE_TYPES = frozenset({MediaType.DOCX, MediaType.PPTX, MediaType.XLSX, MediaType.EPUB, MediaType.ODT,
+                          MediaType.ODP, MediaType.ODS, MediaType.DOC, MediaType.PPT, MediaType.XLS})
 
 
 class DocStatus(StrEnum):
@@ -304,6 +316,23 @@ class OfficeCell:
     ref: str  # "Sheet1!B7"; a sheet name that needs it is quoted: "'Q1 sales'!B7"
 
 
+@dataclass(frozen=True, slots=True)
+class OfficeShape:
+    """doc_text[start:end] is the text of one PPTX shape, drawn in this frame on slide ``page``.
+
+    The frame is the slide's own geometry (placeholders inherit theirs from the layout and the
+    master, group transforms applied), in points from the slide's top left corner.
+    """
+
+    start: int
+    end: int
+    page: int  # the slide's number
+    x0: float
+    y0: float
+    x1: float
+    y1: float
+
+
 @dataclass(frozen=True, slots=True, eq=False)
 class ParsedDocument:
     """What a parser produces: the document text and its map back to the artefact."""
@@ -324,6 +353,8 @@ class ParsedDocument:
     office_runs: Sequence[OfficeRun] = ()  # DOCX, PPTX, XLSX: OfficeRuns from the parser
     office_pages: tuple[OfficePage, ...] = ()  # PPTX slides, XLSX sheets, in order
     office_cells: tuple[OfficeCell, ...] = ()  # XLSX: the text of each cell and its reference
+    office_shapes: tuple[OfficeShape, ...] = ()  # PPTX: each text shape's frame on its slide
+    converted_source: bytes | None = None  # a legacy .doc/.ppt/.xls: the OOXML copy its map points into
 
     @property
     def doc_version(self) -> str:
@@ -425,6 +456,7 @@ class Manifest:
     ann: AnnParams | None = None  # the FAISS index and its search parameters (None: older, Flat)
 
     html_layout: str = ""  # the browser that laid HTML pages out (html_boxes), "" where none did
+    office_layout: str = ""  # the LibreOffice that rendered office documents (office_boxes), "" where none did
     lexical_tokenizer_version: int = 0  # of lexical.parquet; 0: the generation has none (built before it)
 
 

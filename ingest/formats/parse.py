@@ -6,6 +6,7 @@ row with ``status=error`` and a reason, never an exception out of the batch.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import hashlib
 from collections.abc import Sequence
@@ -13,13 +14,14 @@ from dataclasses import dataclass
 from pathlib import PurePosixPath
 
 from ingest.formats.pdf.passwords import PasswordLine
-from schemas.errors import DocumentError
+from schemas.errors import CorruptDocumentError, DocumentError
 from schemas.limits import DocumentLimits
 from schemas.records import DocStatus, DocumentRecord, MediaType, OcrMode, OcrSettings, ParsedDocument
 
 # Bump when a parser would give other text or maps for the same bytes (2: HTML source_url;
-# 3: PDF hidden-text runs, OCR of pages without a usable text layer).
-PARSER_VERSION = 3
+# 3: PDF hidden-text runs, OCR of pages without a usable text layer; 4: DOCX text in its
+# background's colour or under 1 pt hidden, PPTX charts and SmartArt, XLSX comments).
+PARSER_VERSION = 4
 
 SUFFIXES = {
     ".pdf": MediaType.PDF,
@@ -35,8 +37,22 @@ SUFFIXES = {
     ".pptx": MediaType.PPTX,
     ".xlsx": MediaType.XLSX,
     ".xlsm": MediaType.XLSX,
+    ".epub": MediaType.EPUB,
+    ".odt": MediaType.ODT,
+    ".odp": MediaType.ODP,
+    ".ods": MediaType.ODS,
+    ".doc": MediaType.DOC,  # legacy binary formats: converted by LibreOffice where it is installed
+    ".ppt": MediaType.PPT,
+    ".xls": MediaType.XLS,
 }
-OFFICE_PARSERS = {MediaType.DOCX: "parse_docx", MediaType.PPTX: "parse_pptx", MediaType.XLSX: "parse_xlsx"}
+OFFICE_PARSERS = {MediaType.DOCX: "parse_docx", MediaType.PPTX: "parse_pptx", MediaType.XLSX: "parse_xlsx",
+                  MediaType.EPUB: "parse_epub", MediaType.ODT: "parse_odt", MediaType.ODP: "parse_odp",
+                  MediaType.ODS: "parse_ods"}
+# Office documents LibreOffice renders for pages and glyph boxes (not spreadsheets: their pages
+# would not be their sheets, and narrow cells print "###"; not EPUB: reflowable).
+RENDERED_TYPES = frozenset({MediaType.DOCX, MediaType.PPTX, MediaType.ODT, MediaType.ODP, MediaType.DOC, MediaType.PPT})
+# A legacy binary file is read as the OOXML file LibreOffice converts it to.
+LEGACY_TYPES = {MediaType.DOC: MediaType.DOCX, MediaType.PPT: MediaType.PPTX, MediaType.XLS: MediaType.XLSX}
 
 
 def media_type_of(doc_id: str) -> MediaType | None:
@@ -104,9 +120,29 @@ def _parser(media_type: MediaType, limits: DocumentLimits, ocr: OcrSettings, pas
         from ingest.formats import office
 
         return getattr(office, OFFICE_PARSERS[media_type])
+    if media_type in LEGACY_TYPES:
+        return functools.partial(_converted, media_type=media_type)
     from ingest.formats.text import parse_text
 
     return lambda source, doc_id: parse_text(source, doc_id, media_type)
+
+
+def _converted(source: bytes, doc_id: str, media_type: MediaType) -> ParsedDocument:
+    """A legacy .doc/.ppt/.xls read through the OOXML copy LibreOffice converts it to (kept with the
+    document: its map points into that copy); an error row where LibreOffice is not installed."""
+    from ingest.formats import office
+
+    suffix = PurePosixPath(doc_id).suffix.lower()
+    why = office.office_renderer_unavailable()
+    if why is not None:
+        raise CorruptDocumentError(f"a legacy binary {suffix} file: LibreOffice converts it where it is installed "
+                                   f"({why})", doc_id=doc_id)
+    converted, converted_to = office.convert_legacy(source, suffix)
+    modern = LEGACY_TYPES[media_type]
+    parsed = getattr(office, OFFICE_PARSERS[modern])(converted, doc_id)
+    note = f"converted from {suffix} to {converted_to} by {office.office_renderer_engine()}"
+    return dataclasses.replace(parsed, media_type=media_type, converted_source=converted,
+                               warnings=(*parsed.warnings, note))
 
 
 def _failed(base: dict, status: DocStatus, reason: str) -> DocumentRecord:

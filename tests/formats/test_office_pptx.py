@@ -5,6 +5,7 @@ from __future__ import annotations
 import io
 import re
 import zipfile
+from datetime import date
 
 import pytest
 
@@ -130,3 +131,91 @@ def test_a_line_break_is_one_character_over_its_element():
                                '<a:r><a:t>two</a:t></a:r></a:p></p:txBody></p:sp>', "")]))
     assert doc.text == "one\ntwo"
     assert [r.kind for r in doc.office_runs] == [RunKind.TEXT, RunKind.ENTITY, RunKind.TEXT]
+
+
+CHART_DECK = SHARED_CORPUS / "office" / "docling__pptx_chart.pptx"
+DGM = "http://schemas.openxmlformats.org/drawingml/2006/diagram"
+
+
+def parts_of(doc, start: int, end: int) -> set[str]:
+    return {r.part for r in doc.office_runs if start <= r.start < end and r.kind is not RunKind.SYNTHETIC}
+
+
+@pytest.mark.skipif(not CHART_DECK.is_file(), reason="no shared office corpus")
+def test_a_charts_title_series_and_categories_are_lines_mapped_into_the_chart_part():
+    doc = parse_checked(CHART_DECK.read_bytes(), CHART_DECK.name)
+    first = doc.office_pages[0]
+    assert doc.text[first.start:first.end] == ("Quarterly Duck Survey\nWild Duck Observations by Year\n"
+                                               "Freshwater Ducks\nSaltwater Ducks\n2019\n2020\n2021\n2022")
+    chart = doc.text.index("Wild Duck")
+    assert parts_of(doc, chart, first.end) == {"ppt/charts/chart1.xml"}
+    second = doc.office_pages[1]  # a chart without a title of its own: its series and categories
+    assert doc.text[second.start:second.end] == "Quarterly revenue\n2026\nQ1\nQ2\nQ3"
+    assert [doc.text[s.start:s.end].split("\n")[0] for s in doc.office_shapes] == [
+        "Quarterly Duck Survey", "Wild Duck Observations by Year", "Quarterly revenue", "2026"]
+
+
+def test_a_generated_chart_shows_its_words_and_formats_its_date_categories():
+    pptx_writer = pytest.importorskip("pptx")
+    from pptx.chart.data import CategoryChartData
+    from pptx.enum.chart import XL_CHART_TYPE
+    from pptx.util import Inches
+    prs = pptx_writer.Presentation()
+    slide = prs.slides.add_slide(prs.slide_layouts[6])
+    data = CategoryChartData(number_format="yyyy-mm-dd")
+    data.categories = [date(2024, 1, 1), date(2024, 2, 1)]
+    data.add_series("Sales & more", (1.5, 2.5))
+    data.add_series("Costs", (1, 2))
+    chart = slide.shapes.add_chart(XL_CHART_TYPE.LINE, Inches(1), Inches(1), Inches(4), Inches(3), data).chart
+    chart.has_title = True
+    chart.chart_title.text_frame.text = "Monthly sales"
+    buffer = io.BytesIO()
+    prs.save(buffer)
+    doc = parse_checked(buffer.getvalue())
+    assert doc.text == "Monthly sales\nSales & more\nCosts\n2024-01-01\n2024-02-01"
+    assert "1.5" not in doc.text  # values are data, not words
+    ampersand = doc.text.index("&")
+    assert next(r for r in doc.office_runs if r.start == ampersand).kind is RunKind.ENTITY
+    dated = doc.text.index("2024-01-01")  # the cached serial number shown as its format shows it
+    assert next(r for r in doc.office_runs if r.start <= dated < r.end).kind is RunKind.SYNTHETIC
+    [shape] = doc.office_shapes
+    assert (shape.start, shape.end, shape.x0, shape.y0, shape.x1, shape.y1) == (0, len(doc.text), 72, 72, 360, 288)
+
+
+def smartart_deck(points: str) -> bytes:
+    """A deck whose one slide holds a SmartArt graphic frame over a data part of ``points``
+    (python-pptx cannot make SmartArt: the data part is written by hand, layout parts left out)."""
+    pptx_writer = pytest.importorskip("pptx")
+    from pptx.opc.constants import CONTENT_TYPE, RELATIONSHIP_TYPE
+    from pptx.opc.package import Part
+    from pptx.opc.packuri import PackURI
+    from pptx.oxml import parse_xml
+    prs = pptx_writer.Presentation()
+    slide = prs.slides.add_slide(prs.slide_layouts[6])
+    data = (f'<dgm:dataModel xmlns:dgm="{DGM}" xmlns:a="{A}"><dgm:ptLst>{points}</dgm:ptLst><dgm:cxnLst/>'
+            "</dgm:dataModel>").encode()
+    part = Part(PackURI("/ppt/diagrams/data1.xml"), CONTENT_TYPE.DML_DIAGRAM_DATA, prs.part.package, data)
+    rel_id = slide.part.relate_to(part, RELATIONSHIP_TYPE.DIAGRAM_DATA)
+    slide.shapes._spTree.append(parse_xml(
+        f'<p:graphicFrame {NS}><p:nvGraphicFramePr><p:cNvPr id="9" name="Diagram"/><p:cNvGraphicFramePr/><p:nvPr/>'
+        '</p:nvGraphicFramePr><p:xfrm><a:off x="914400" y="914400"/><a:ext cx="1828800" cy="914400"/></p:xfrm>'
+        f'<a:graphic><a:graphicData uri="{DGM}"><dgm:relIds xmlns:dgm="{DGM}" r:dm="{rel_id}" r:lo="" r:qs="" '
+        'r:cs=""/></a:graphicData></a:graphic></p:graphicFrame>'))
+    buffer = io.BytesIO()
+    prs.save(buffer)
+    return buffer.getvalue()
+
+
+def test_smartart_shows_its_points_text_in_order_and_not_its_connectors():
+    def point(model_id: str, text: str, kind: str = "") -> str:
+        attribute = f' type="{kind}"' if kind else ""
+        body = f"<dgm:t><a:bodyPr/>{''.join(f'<a:p><a:r><a:t>{line}</a:t></a:r></a:p>' for line in text.split('|'))}" \
+               "</dgm:t>" if text else ""
+        return f'<dgm:pt modelId="{model_id}"{attribute}><dgm:prSet/><dgm:spPr/>{body}</dgm:pt>'
+    points = (point("0", "", "doc") + point("1", "Plan") + point("2", "joins", "parTrans") + point("3", "Build|then ship")
+              + point("4", "next", "sibTrans") + point("5", "layout", "pres") + point("6", "Ask &amp; learn", "asst"))
+    doc = parse_checked(smartart_deck(points))
+    assert doc.text == "Plan\nBuild\nthen ship\nAsk & learn"
+    assert parts_of(doc, 0, len(doc.text)) == {"ppt/diagrams/data1.xml"}
+    [shape] = doc.office_shapes
+    assert (shape.start, shape.end, shape.x0, shape.y0, shape.x1, shape.y1) == (0, len(doc.text), 72, 72, 216, 144)

@@ -154,3 +154,107 @@ def test_the_1904_date_system_and_the_1900_leap_bug_are_honoured():
     assert format_value(0, "yyyy-mm-dd", date1904=True) == "1904-01-01"
     assert format_value(59, "yyyy-mm-dd") == "1900-02-28" and format_value(61, "yyyy-mm-dd") == "1900-03-01"
     assert format_value((date(2024, 2, 29) - date(1899, 12, 30)).days, "d mmm yyyy") == "29 Feb 2024"
+
+
+COMMENTS_WORKBOOK = SHARED_CORPUS / "office" / "docling__xlsx_comments.xlsx"
+THREADED = "http://schemas.microsoft.com/office/spreadsheetml/2018/threadedcomments"
+
+
+def with_parts(source: bytes, parts: dict[str, str]) -> bytes:
+    """``source`` with ``parts`` (name -> XML) added to its zip."""
+    out = io.BytesIO()
+    with zipfile.ZipFile(io.BytesIO(source)) as zin, zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED) as zout:
+        for item in zin.infolist():
+            zout.writestr(item, zin.read(item))
+        for name, xml in parts.items():
+            zout.writestr(name, xml)
+    return out.getvalue()
+
+
+def commented(sheet: int, notes: str = "", threads: str = "") -> dict[str, str]:
+    """The parts of sheet ``sheet``'s notes (``comment`` elements) and threaded comments."""
+    rels, parts = "", {}
+    if notes:
+        rels += f'<Relationship Id="rId1" Type="{R}/comments" Target="../comments{sheet}.xml"/>'
+        parts[f"xl/comments{sheet}.xml"] = (f'<comments xmlns="{S}"><authors><author>A</author></authors>'
+                                            f"<commentList>{notes}</commentList></comments>")
+    if threads:
+        rels += (f'<Relationship Id="rId2" Type="http://schemas.microsoft.com/office/2017/10/relationships/'
+                 f'threadedComment" Target="../threadedComments/threadedComment{sheet}.xml"/>')
+        parts[f"xl/threadedComments/threadedComment{sheet}.xml"] = f'<ThreadedComments xmlns="{THREADED}">{threads}' \
+                                                                     "</ThreadedComments>"
+    parts[f"xl/worksheets/_rels/sheet{sheet}.xml.rels"] = f'<Relationships xmlns="{RELS}">{rels}</Relationships>'
+    return parts
+
+
+def note(ref: str, *runs: str) -> str:
+    body = "".join(f"<r><rPr><b/></rPr><t xml:space=\"preserve\">{run}</t></r>" for run in runs)
+    return f'<comment ref="{ref}" authorId="0"><text>{body}</text></comment>'
+
+
+def thread(ref: str, text: str, parent: str = "") -> str:
+    return f'<threadedComment ref="{ref}" id="{{{ref}{len(parent)}}}"{parent}><text>{text}</text></threadedComment>'
+
+
+ROWS = ('<sheetData><row r="1"><c r="A1" t="s"><v>0</v></c></row><row r="3" hidden="1"><c r="B3"><v>5</v></c></row>'
+        "</sheetData>")
+
+
+def test_each_sheets_comments_follow_its_rows_in_cell_order_labelled_by_their_cell():
+    source = with_parts(xlsx([("First", "", ROWS), ("Second", "", ROWS)]),
+                        {**commented(1, notes=note("C9", "Late ", "&amp; bold") + note("A1", "On the item")),
+                         **commented(2, notes=note("A1", "Second sheet's"))})
+    doc = parse_checked(source)
+    assert doc.text == ("First\nItem\n\t5\nComments\n[A1] On the item\n[C9] Late & bold\n\n"
+                        "Second\nItem\n\t5\nComments\n[A1] Second sheet's")
+    for page in doc.office_pages:
+        assert doc.text[page.start:page.end].endswith(("[C9] Late & bold", "[A1] Second sheet's"))
+    late = doc.text.index("Late")
+    assert {r.part for r in doc.office_runs if late <= r.start < late + 11} == {"xl/comments1.xml"}
+    assert not [c for c in doc.office_cells if doc.text[c.start:c.end].startswith(("On the", "Late"))]
+
+
+def test_comment_labels_and_the_title_are_synthetic():
+    doc = parse_checked(with_parts(xlsx([("S", "", ROWS)]), commented(1, notes=note("A1", "Hello"))))
+    synthetic = "".join(doc.text[r.start:r.end] for r in doc.office_runs if r.kind is RunKind.SYNTHETIC)
+    assert synthetic == "S\n\n\t\nComments\n[A1] "  # the sheet name, line breaks, the tab, title, label
+
+
+def test_a_threaded_comment_replaces_the_copy_excel_keeps_for_older_readers():
+    copy = "[Threaded comment]\n\nYour version of Excel allows you to read this threaded comment...\n\nComment:\n    First"
+    threads = thread("A1", "First") + thread("A1", "A reply", ' parentId="{A10}"') + thread("B3", "On a hidden row")
+    notes = note("A1", copy) + note("D4", "[Threaded comment] written by a person, no thread here")
+    doc = parse_checked(with_parts(xlsx([("S", "", ROWS)]), commented(1, notes=notes, threads=threads)))
+    assert doc.text == ("S\nItem\n\t5\nComments\n[A1] First\n[A1] A reply\n[B3] On a hidden row\n"
+                        "[D4] [Threaded comment] written by a person, no thread here")
+    first = doc.text.index("First")
+    assert {r.part for r in doc.office_runs if first <= r.start < first + 5} == {
+        "xl/threadedComments/threadedComment1.xml"}
+    hidden = [(doc.text[h.start:h.end], h.reason) for h in doc.hidden_runs]
+    assert ("[B3] On a hidden row", HiddenReason.HIDDEN_ROW) in hidden
+
+
+def test_a_comment_without_text_leaves_no_label_and_no_title():
+    doc = parse_checked(with_parts(xlsx([("S", "", ROWS)]), commented(1, notes='<comment ref="A1"><text/></comment>')))
+    assert doc.text == "S\nItem\n\t5"
+
+
+@pytest.mark.skipif(not COMMENTS_WORKBOOK.is_file(), reason="no shared office corpus")
+def test_the_corpus_workbooks_notes_and_threads_are_read_once_each():
+    doc = parse_checked(COMMENTS_WORKBOOK.read_bytes(), COMMENTS_WORKBOOK.name)
+    comments = doc.text[doc.text.index("\nComments\n") + 10:]
+    assert comments.split("\n") == ["[A1] Why Python specifically?", "[B2] Which libraries are you referring to?",
+                                    "[F7] Minimum number of saltwater ducks", "[F7] I never thought it would be so low",
+                                    "[G12] Maximum number of ducks"]
+    assert "[Threaded comment]" not in doc.text
+    assert doc.office_pages[-1].end == len(doc.text)
+    assert max(c.end for c in doc.office_cells) <= doc.text.index("\nComments\n")
+
+
+@pytest.mark.hostile("an XLSX number no format can show (1e300 as a date, NaN, inf)",
+                     "handled: the number shows as it is stored, mapped to its <v>")
+def test_a_number_no_format_can_show_is_shown_as_stored():
+    body = ('<sheetData><row r="1"><c r="A1" s="1"><v>1e300</v></c><c r="B1" s="3"><v>NaN</v></c>'
+            '<c r="C1" s="1"><v>-inf</v></c><c r="D1" s="3"><v>1e300</v></c></row></sheetData>')
+    doc = parse_checked(xlsx([("S", "", body)]))
+    assert cells(doc) == {"S!A1": "1e300", "S!B1": "NaN", "S!C1": "-inf", "S!D1": "1e300"}

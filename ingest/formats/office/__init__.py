@@ -1,6 +1,7 @@
-"""Office documents: DOCX, PPTX and XLSX bytes in, the document text and its map to the zip out.
+"""Office documents: DOCX, PPTX, XLSX, OpenDocument and EPUB bytes in, the text and its map to the zip out.
 
-``parse_docx``, ``parse_pptx`` and ``parse_xlsx`` each take a file's bytes and its ``doc_id``
+``parse_docx``, ``parse_pptx``, ``parse_xlsx``, ``parse_odt``, ``parse_odp``, ``parse_ods`` and
+``parse_epub`` each take a file's bytes and its ``doc_id``
 and give a ``ParsedDocument`` whose ``office_runs`` map every real character to its part
 (``word/document.xml``, ``ppt/slides/slide3.xml``, ``xl/sharedStrings.xml``) and its range in
 that part's XML decoded as UTF-8; separators, titles and list labels are synthetic runs with no
@@ -22,8 +23,17 @@ The text of each format:
   tabs, each cell as Excel displays it (number formats applied, formulas by their cached value).
   ``office_pages`` gives each sheet's range, ``office_cells`` each cell's range and reference.
 
+- ODT, ODP, ODS: as DOCX, PPTX and XLSX (``odf``, ``ods``); EPUB: its chapters in spine order
+  through the HTML parser, a page per chapter (``epub``).
+
 ``package`` reads the zip within limits (zip bombs, encrypted and legacy files), and
 ``xml_positions`` parses a part with expat into elements that know their source range.
+``styles`` resolves a DOCX run's look (hidden, tiny, in its background's colour); ``geometry``
+a PPTX shape's frame on its slide (``office_shapes``).
+
+LibreOffice, where installed: ``render`` converts a legacy .doc/.ppt/.xls to OOXML and renders
+DOCX, PPTX, ODT and ODP to PDF; ``align`` matches the rendered characters to the document text,
+giving each a glyph box on its rendered page (``layout_office`` -> ``OfficeLayout``).
 """
 
 import lazy_loader
@@ -32,4 +42,9 @@ __getattr__, __dir__, __all__ = lazy_loader.attach(__name__, submod_attrs={
     "docx": ["parse_docx"],
     "pptx": ["parse_pptx"],
     "xlsx": ["parse_xlsx"],
+    "epub": ["parse_epub"],
+    "odf": ["parse_odt", "parse_odp"],
+    "ods": ["parse_ods"],
+    "render": ["RenderError", "convert_legacy", "office_renderer_engine", "office_renderer_unavailable", "render_pdf"],
+    "align": ["OfficeLayout", "OfficeLayoutStats", "align_rendered", "layout_office"],
 })

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from ingest.formats.office.xml_positions import Element
 
 # Symbol and Wingdings bullets are private-use code points; show what the font draws.
-_BULLETS = {"\uf0b7": "\u2022", "\uf0a7": "\u25aa", "\uf0a8": "\u25aa", "\uf0d8": "\u27a2", "\uf076": "\u2756",
+SYMBOL_BULLETS = {"\uf0b7": "\u2022", "\uf0a7": "\u25aa", "\uf0a8": "\u25aa", "\uf0d8": "\u27a2", "\uf076": "\u2756",
             "\uf0fc": "\u2713", "\uf06e": "\u25a0", "\uf0e0": "\u27a2", "\uf02d": "-", "\uf0be": "\u2014"}
 _SUFFIX = {"tab": "\t", "space": " ", "nothing": ""}
 
@@ -89,7 +89,7 @@ class Numbering:
         if level.fmt == "none":
             return ""
         if level.fmt == "bullet":
-            return "".join(_BULLETS.get(ch, ch) for ch in level.text) + level.suffix
+            return "".join(SYMBOL_BULLETS.get(ch, ch) for ch in level.text) + level.suffix
         text = level.text
         for lvl in sorted(levels, reverse=True):  # %10 never occurs (nine levels), but go high to low
             if f"%{lvl + 1}" in text:

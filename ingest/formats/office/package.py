@@ -11,6 +11,7 @@ from __future__ import annotations
 import io
 import posixpath
 import zipfile
+import zlib
 from dataclasses import dataclass
 from pathlib import PurePosixPath
 
@@ -55,7 +56,7 @@ class OfficePackage:
         try:
             self._zip = zipfile.ZipFile(io.BytesIO(source))
             self._members = {info.filename: info for info in self._zip.infolist()}
-        except (zipfile.BadZipFile, ValueError, EOFError) as exc:
+        except (zipfile.BadZipFile, ValueError, EOFError, NotImplementedError) as exc:  # NotImplemented: a zip version
             raise CorruptDocumentError(f"not an office file (not a zip: {exc})", doc_id=doc_id) from exc
         # Part names are case-insensitive in OPC; producers disagree on case now and then.
         self._by_lower = {name.lower(): name for name in self._members}
@@ -63,6 +64,10 @@ class OfficePackage:
 
     def has(self, part: str) -> bool:
         return part.lower() in self._by_lower
+
+    def member(self, part: str) -> str:
+        """The part's name as the zip spells it (a reference may differ in case); "" if missing."""
+        return self._by_lower.get(part.lower(), "")
 
     def read(self, part: str) -> bytes:
         """The decompressed bytes of ``part``; CorruptDocumentError if missing or damaged."""
@@ -73,7 +78,8 @@ class OfficePackage:
         self._check_limits(info)
         try:
             data = self._zip.read(info)
-        except (zipfile.BadZipFile, zipfile.LargeZipFile, NotImplementedError, OSError, EOFError, ValueError) as exc:
+        except (zipfile.BadZipFile, zipfile.LargeZipFile, NotImplementedError, OSError, EOFError, ValueError,
+                zlib.error) as exc:
             raise CorruptDocumentError(f"cannot read part {part}: {exc}", doc_id=self.doc_id) from exc
         if len(data) > info.file_size:  # the header lied; never trust it further than this
             raise CorruptDocumentError(f"part {part} is larger than its header says", doc_id=self.doc_id)
@@ -82,7 +88,10 @@ class OfficePackage:
     def xml(self, part: str) -> tuple[Element, str]:
         """The element tree of an XML part and its text decoded as UTF-8 (the text runs index)."""
         data = self.read(part)
-        return parse_xml(data, part, self.doc_id)
+        try:
+            return parse_xml(data, part, self.doc_id)
+        except LookupError as exc:  # expat: an encoding the XML declaration names and Python has no codec for
+            raise CorruptDocumentError(f"part {part} declares an unknown encoding: {exc}", doc_id=self.doc_id) from exc
 
     def relationships(self, part: str) -> list[Relationship]:
         """The relationships of ``part`` ("" for the package's own), in document order."""

@@ -6,10 +6,17 @@ synthetic text when its number format changes it ("50.0%" for 0.5): the cell's r
 ``office_cells`` still says where it came from. Formulas show their cached value; a file never
 recalculated has none and shows nothing. Columns keep their place: an empty cell between two
 is a tab, and every row starts at the sheet's first used column.
+
+After a sheet's rows, its comments under a line "Comments": notes (``xl/commentsN.xml``) and
+threaded comments with their replies (``xl/threadedComments/``), in cell order (row by row),
+each on a line after a label "[B7] " and mapped into its comments part. Excel writes a note
+beside every threaded comment for older readers, its text starting "[Threaded comment]": where
+the thread is there, that copy is left out. A comment on a hidden row or column is hidden too.
 """
 
 from __future__ import annotations
 
+import math
 import re
 
 from ingest.formats.office.builder import TextBuilder
@@ -64,7 +71,10 @@ def parse_xlsx(source: bytes, doc_id: str) -> ParsedDocument:
             builder.separate("\n")
             # chart sheets and dialog sheets have no cells: their title alone
             if rel is not None and rel.rel_type == "worksheet" and package.has(rel.target):
-                _sheet(context, rel.target, package.xml(rel.target)[0], _sheet_prefix(name))
+                hidden_rows, hidden_columns = _sheet(context, rel.target, package.xml(rel.target)[0],
+                                                     sheet_prefix(name))
+                with builder.titled("Comments", "\n"):
+                    _comments(builder, package, rel.target, hidden_rows, hidden_columns)
         builder.drop_separator("\n\n")
         pages.append(OfficePage(number, start, builder.length, name, hidden))
     built = context.builder.result()
@@ -80,19 +90,23 @@ class _Context:
         self.formats, self.date1904, self.cells = formats, date1904, cells
 
 
-def _sheet(context: _Context, part: str, worksheet: Element, prefix: str) -> None:
+def _sheet(context: _Context, part: str, worksheet: Element, prefix: str) -> tuple[set[int], set[int]]:
+    """The sheet's rows into the builder and its cells into the context; its hidden rows and columns."""
     hidden_columns = _hidden_columns(worksheet.child("s:cols"))
+    hidden_rows: set[int] = set()
     rows = []
     row_number = 0
     for row in worksheet.find("s:sheetData").children_named("s:row") if worksheet.find("s:sheetData") else ():
         row_number = _int(row.attrs.get("r"), row_number + 1)
+        if row.attrs.get("hidden", "0").lower() in _TRUE:
+            hidden_rows.add(row_number)
         cells, column = [], 0
         for cell in row.children_named("s:c"):
             column = _column_of(cell.attrs.get("r", ""), column + 1)
             if cell.child("s:v") is not None or cell.child("s:is") is not None:
                 cells.append((column, cell))
         if cells:
-            rows.append((row_number, row.attrs.get("hidden", "0").lower() in _TRUE, cells))
+            rows.append((row_number, row_number in hidden_rows, cells))
     first_column = min((cells[0][0] for _, _, cells in rows), default=1)
     builder = context.builder
     for row_number, hidden, cells in rows:
@@ -109,6 +123,52 @@ def _sheet(context: _Context, part: str, worksheet: Element, prefix: str) -> Non
                     if builder.length > start:
                         context.cells.append(OfficeCell(start, builder.length,
                                                         f"{prefix}{column_name(column)}{row_number}"))
+    return hidden_rows, hidden_columns
+
+
+def _comments(builder: TextBuilder, package: OfficePackage, sheet_part: str, hidden_rows: set[int],
+              hidden_columns: set[int]) -> None:
+    """The sheet's notes and threaded comments, each on a line "[B7] text", in cell order."""
+    relationships = [rel for rel in package.relationships(sheet_part) if rel.target and package.has(rel.target)]
+    threaded: list[tuple[str, str, list[Piece]]] = []  # (ref, part, text)
+    for rel in relationships:
+        if rel.rel_type == "threadedComment":
+            # the threaded comments' namespace has no prefix in xml_positions: their local names
+            for comment in package.xml(rel.target)[0].children_named("threadedComment"):
+                text = comment.child("text")
+                threaded.append((comment.attrs.get("ref", ""), rel.target, text.pieces() if text is not None else []))
+    has_thread = {ref.upper() for ref, _, _ in threaded}
+    notes: list[tuple[str, str, list[Piece]]] = []
+    for rel in relationships:
+        if rel.rel_type == "comments":
+            comment_list = package.xml(rel.target)[0].child("s:commentList")
+            for comment in comment_list.children_named("s:comment") if comment_list is not None else ():
+                text = comment.child("s:text")
+                pieces = _string_pieces(text) if text is not None else []
+                ref = comment.attrs.get("ref", "")
+                if ref.upper() in has_thread and "".join(p.text for p in pieces).startswith("[Threaded comment]"):
+                    continue  # the copy Excel keeps for readers without threads
+                notes.append((ref, rel.target, pieces))
+    for ref, part, pieces in sorted(notes + threaded, key=lambda comment: _cell_order(comment[0])):
+        row, column = _cell_order(ref)
+        hidden = HiddenReason.HIDDEN_ROW if row in hidden_rows else \
+            HiddenReason.HIDDEN_COLUMN if column in hidden_columns else None
+        point = builder.checkpoint()
+        builder.separate("\n")
+        with builder.hidden(hidden):
+            builder.synthetic(f"[{ref}] ")
+            builder.hold("\n")
+            after = builder.length
+            for piece in pieces:
+                builder.piece(piece, part)
+        if builder.length == after:  # a comment without text: no label either
+            builder.rollback(point)
+        builder.separate("\n")
+
+
+def _cell_order(ref: str) -> tuple[int, int]:
+    match = _REF.fullmatch(ref)
+    return (int(match.group(2)), _column_of(ref, 0)) if match is not None else (0, 0)
 
 
 def _cell(context: _Context, part: str, cell: Element) -> None:
@@ -138,7 +198,10 @@ def _cell(context: _Context, part: str, cell: Element) -> None:
             return
         style = _int(cell.attrs.get("s"), 0)
         code = context.formats[style] if 0 <= style < len(context.formats) else "General"
-        shown = format_value(number, code, context.date1904)
+        try:
+            shown = format_value(number, code, context.date1904) if math.isfinite(number) else value.text()
+        except (ValueError, ArithmeticError):  # a date past the calendar's end: the number as stored
+            shown = value.text()
         if shown == value.text():
             _pieces(builder, part, value)
         else:
@@ -216,7 +279,7 @@ def _column_of(ref: str, default: int) -> int:
     return min(column, MAX_COLUMNS)
 
 
-def _sheet_prefix(name: str) -> str:
+def sheet_prefix(name: str) -> str:
     if _PLAIN_SHEET_NAME.fullmatch(name) and not _REF.fullmatch(name):
         return f"{name}!"
     return "'" + name.replace("'", "''") + "'!"
