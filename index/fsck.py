@@ -16,7 +16,16 @@ import numpy as np
 
 from index.store import Generation
 from schemas.errors import IndexFormatError
-from schemas.layout import FAISS_FILE, GENERATION_FILES, LEXICAL_FILE, TABLE_FILES, VECTORS_FILE, IndexPaths, read_current
+from schemas.layout import (
+    FAISS_FILE,
+    GENERATION_FILES,
+    LEXICAL_FILE,
+    TABLE_FILES,
+    VECTORS_FILE,
+    IndexPaths,
+    converted_suffix,
+    read_current,
+)
 from schemas.records import DocStatus, MediaType
 from schemas.tables import DOCUMENT_MAP_TABLES, META_LEXICAL, check_schema, office_run_records
 
@@ -166,7 +175,7 @@ def _offset_maps(gen: Generation) -> list[Fault]:
             starts, ends = rows.column("start").to_numpy(), rows.column("end").to_numpy()
             if (starts < 0).any() or (ends > n_chars).any() or (starts > ends).any():
                 faults.append(Fault(f"{table}.parquet", f"{doc_id}: a run lies outside its text of {n_chars} characters"))
-            if table in ("pdf_chars", "html_boxes"):
+            if table in ("pdf_chars", "html_boxes", "office_boxes"):
                 lengths = rows.column("boxes").combine_chunks().value_lengths().to_numpy()
                 if not np.array_equal(lengths, 4 * (ends - starts)):
                     faults.append(Fault(f"{table}.parquet", f"{doc_id}: boxes do not hold 4 floats per character"))
@@ -176,6 +185,9 @@ def _offset_maps(gen: Generation) -> list[Fault]:
                 faults.append(Fault("html_boxes.parquet", f"{doc_id}: runs out of order, off any page, or not HTML"))
             if table == "office_map":
                 faults += _office_map(gen, doc, rows)
+            if table in ("office_boxes", "office_shapes") and (
+                    (rows.column("page").to_numpy() < 1).any() or (starts[1:] < ends[:-1]).any()):
+                faults.append(Fault(f"{table}.parquet", f"{doc_id}: runs out of order or off any page"))
             if table == "html_map" and doc["media_type"] == MediaType.HTML.value:
                 source = gen.paths.decoded_source(doc["source_sha256"])
                 if not source.is_file():
@@ -194,7 +206,10 @@ def _office_map(gen: Generation, doc: dict, rows) -> list[Fault]:
     from ingest.formats import office_run_problems
 
     text = _text(gen, doc["doc_version"])
-    source = gen.paths.source(doc["source_sha256"], Path(doc["doc_id"]).suffix)
+    suffix = Path(doc["doc_id"]).suffix
+    converted = converted_suffix(suffix)  # a legacy file: its map points into the converted copy
+    source = (gen.paths.converted_source(doc["source_sha256"], converted) if converted
+              else gen.paths.source(doc["source_sha256"], suffix))
     if text is None or not source.is_file():
         return []  # named by the texts and sources check
     try:

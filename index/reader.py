@@ -29,12 +29,13 @@ from ingest.text import HiddenText
 from index.store import Generation, open_generation, read_text_file
 from ingest.embed import Embedder
 from schemas.errors import IndexFormatError
-from schemas.layout import IndexPaths, read_current
+from schemas.layout import IndexPaths, converted_suffix, read_current
 from schemas.records import (
     Chunk,
     DocumentRecord,
     HtmlRun,
     MediaType,
+    OfficeShape,
     PdfCharRun,
     PdfPage,
     SearchHit,
@@ -49,6 +50,7 @@ from schemas.tables import (
     office_cell_records,
     office_page_records,
     office_run_records,
+    office_shape_records,
     pdf_char_runs,
     pdf_page_records,
 )
@@ -279,6 +281,29 @@ class Index:
             tuple(office_cell_records(self.generation.rows_of("office_cells", doc_id)))))
 
     @_one_request
+    def office_box_map(self, doc_id: str) -> PdfCharMap | None:
+        """Glyph boxes of an office document on its pages as LibreOffice rendered them; None without."""
+        def build() -> PdfCharMap | None:
+            rows = self.generation.rows_of("office_boxes", doc_id)
+            if rows.num_rows == 0:
+                return None
+            return PdfCharMap.from_table(rows, self.doc_text(self._require(doc_id).doc_version))
+
+        return self._kept("office_box_map", doc_id, build)
+
+    @_one_request
+    def office_render_page(self, doc_id: str, page: int) -> PdfPage | None:
+        """One page (1-based) of an office document as LibreOffice rendered it: its size."""
+        return self._kept("office_render_pages", doc_id, lambda: {
+            p.page: p for p in pdf_page_records(self.generation.rows_of("office_render_pages", doc_id))}).get(page)
+
+    @_one_request
+    def office_shapes(self, doc_id: str) -> tuple[OfficeShape, ...]:
+        """A PPTX's text shapes with their frames on their slides, by text offset."""
+        return self._kept("office_shapes", doc_id, lambda: tuple(
+            office_shape_records(self.generation.rows_of("office_shapes", doc_id))))
+
+    @_one_request
     def hidden_text(self, doc_id: str) -> HiddenText:
         """The runs of a document's text that a reader cannot see, with their reasons."""
         return self._kept("hidden_text", doc_id, lambda: HiddenText(
@@ -323,6 +348,23 @@ class Index:
             if decrypted.is_file():
                 return decrypted
         return self.paths.source(doc.source_sha256, Path(doc_id).suffix)
+
+    @_one_request
+    def office_package_path(self, doc_id: str) -> Path:
+        """The zip an office document's map points into: the stored file, or for a legacy
+        .doc/.ppt/.xls the copy LibreOffice converted it to."""
+        doc = self._require(doc_id)
+        converted = converted_suffix(Path(doc_id).suffix)
+        return self.paths.converted_source(doc.source_sha256, converted) if converted else self.source_path(doc_id)
+
+    @_one_request
+    def rendered_path(self, doc_id: str) -> Path | None:
+        """The PDF LibreOffice rendered an office document to (its boxes lie on its pages), if kept."""
+        engine = self.manifest.office_layout
+        if not engine:
+            return None
+        path = self.paths.rendered_source(self._require(doc_id).source_sha256, engine)
+        return path if path.is_file() else None
 
     def _stored(self, read: Callable[[Path], str], path: Path) -> str:
         try:

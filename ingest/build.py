@@ -28,11 +28,12 @@ from ingest.embed import Embedder, VectorQueue
 from ingest.run import Executor, LocalExecutor
 from ingest.store import build_ann, check_factory, id_changes, plan_index, update_ann, update_reason
 from ingest.formats import LayoutError, LayoutStats, close_shared_browser, layout_engine
+from ingest.formats import OfficeLayoutStats, office_renderer_engine, office_renderer_unavailable
 from ingest.store import BuildLock
 from ingest.embed import ModelInfo, resolve_model
 from ingest.formats import describe, resolve_ocr
 from ingest.text import NORMALIZER_VERSION
-from ingest.formats import PARSER_VERSION, media_type_of
+from ingest.formats import PARSER_VERSION, RENDERED_TYPES, media_type_of
 from ingest.formats import Passwords
 from ingest.store import fsync_dir, publish, write_failure
 from ingest.store import collect_garbage, retire_generations
@@ -67,6 +68,7 @@ class BuildSettings:
     wait_for_lock: bool = False
     embed_batch: int = 256
     html_layout: bool = False  # lay HTML pages out in headless Chromium: boxes and hidden text
+    office_layout: bool = True  # render DOCX, PPTX, ODT, ODP with LibreOffice where installed: pages and boxes
     ocr: OcrSettings | None = None  # None: --ocr auto where Tesseract is installed, else none
     follow_symlinks: bool = False  # follow links whose target lies outside the corpus folder
     passwords: Passwords = Passwords()  # for encrypted PDFs, by doc_id pattern (never stored, never shown)
@@ -115,6 +117,8 @@ class BuildReport:
     warnings: list[str] = field(default_factory=list)
     html_layout: str = ""  # the engine that laid HTML pages out; "" where the stage did not run
     layout: LayoutStats = LayoutStats()  # over the HTML pages this build laid out
+    office_layout: str = ""  # the LibreOffice that rendered office documents; "" where none did
+    office: OfficeLayoutStats = OfficeLayoutStats()  # over the office documents this build rendered
 
 
 def build_index(
@@ -173,6 +177,10 @@ def _build_locked(corpus, paths, settings, model, executor, embedder, ocr_skippe
             report.html_layout = layout_engine()
         except LayoutError as exc:  # said once; everything else is built as without the stage
             report.warnings.append(f"HTML layout skipped: {exc.message}")
+    office_skipped = ""
+    if settings.office_layout:
+        office_skipped = office_renderer_unavailable() or ""
+        report.office_layout = "" if office_skipped else office_renderer_engine()
     report.ocr = describe(settings.ocr)
     if ocr_skipped:
         report.warnings.append(ocr_skipped)
@@ -180,7 +188,7 @@ def _build_locked(corpus, paths, settings, model, executor, embedder, ocr_skippe
     writer = GenerationWriter(tmp_dir, embedder.model_id, embedder.dim)
     try:
         manifest = _write_generation(corpus, paths, settings, model, executor, embedder, live, writer, report,
-                                     progress)
+                                     progress, office_skipped)
         os.rename(tmp_dir, paths.generation(name))
         fsync_dir(paths.generations)
         publish(paths, name)
@@ -230,9 +238,13 @@ def _os_reason(exc: OSError, root: Path) -> str:
     return f"{exc.strerror or exc} ({where})"
 
 
-def _write_generation(corpus, paths, settings, model, executor, embedder, live, writer, report, progress) -> Manifest:
+def _write_generation(corpus, paths, settings, model, executor, embedder, live, writer, report, progress,
+                      office_skipped: str = "") -> Manifest:
     found = discover(corpus, follow_symlinks=settings.follow_symlinks, index_folder=paths.root)
     files, report.skipped = found.files, found.skipped
+    if office_skipped and any(media_type_of(f.doc_id) in RENDERED_TYPES for f in files):  # said once
+        report.warnings.append(f"office layout skipped ({office_skipped}): office documents are indexed "
+                               "with their part ranges, without pages or boxes")
     report.n_files = len(files)
     live_files = live.files if live else {}
     # A file whose live row is an error is carried over unchanged, unless a password may open it now.
@@ -241,6 +253,9 @@ def _write_generation(corpus, paths, settings, model, executor, embedder, live, 
     if live and live.generation.manifest.html_layout != report.html_layout:
         # laid out by another engine, or not at all: HTML pages are parsed and laid out again
         reusable = {d: sha for d, sha in reusable.items() if media_type_of(d) is not MediaType.HTML}
+    if live and live.generation.manifest.office_layout != report.office_layout:
+        # rendered by another LibreOffice, or not at all: office documents are parsed and rendered again
+        reusable = {d: sha for d, sha in reusable.items() if media_type_of(d) not in RENDERED_TYPES}
     vectors = VectorQueue(
         embedder,
         writer.add_vectors,
@@ -254,7 +269,7 @@ def _write_generation(corpus, paths, settings, model, executor, embedder, live, 
     spill_dir = writer.gen_dir / SPILL_FOLDER  # removed below; with the generation if the build fails
     spill_dir.mkdir()
     results = _process_all(executor, files, corpus_root, spill_dir, paths, settings, model, reusable,
-                           bool(report.html_layout))
+                           bool(report.html_layout), report.office_layout)
     with contextlib.closing(results):
         for done, result in enumerate(results, start=1):
             if result.unchanged:
@@ -279,6 +294,8 @@ def _write_generation(corpus, paths, settings, model, executor, embedder, live, 
                 report.parse_seconds += result.seconds
                 if result.layout is not None:
                     report.layout += result.layout
+                if result.office_layout is not None:
+                    report.office += result.office_layout
                 report.worker_peak_rss_mb = max(report.worker_peak_rss_mb, result.peak_rss_kb / 1024)
             writer.add_document(record)
             files_sha[record.doc_id] = record.source_sha256
@@ -321,6 +338,7 @@ def _write_generation(corpus, paths, settings, model, executor, embedder, live, 
         files=dict(sorted(files_sha.items())),
         warnings=tuple(w for w in [faiss_warning] if w),
         html_layout=report.html_layout,
+        office_layout=report.office_layout,
     )
     manifest = writer.finish(manifest, faiss_index)
     report.lexical_seconds = writer.lexical_seconds
@@ -371,7 +389,8 @@ def _vector_index(vectors, settings: BuildSettings, live, queue, report: BuildRe
 
 
 def _process_all(executor: Executor, files: list[CorpusFile], corpus_root: str | None, spill_dir: Path, paths,
-                 settings: BuildSettings, model: ModelInfo, live_files, html_layout: bool) -> Iterator[DocResult]:
+                 settings: BuildSettings, model: ModelInfo, live_files, html_layout: bool,
+                 office_layout: str = "") -> Iterator[DocResult]:
     """Results in file order; parsing (and the layout of HTML pages) runs ahead, where the executor runs it."""
     worker_settings = WorkerSettings(
         model=model,
@@ -381,6 +400,7 @@ def _process_all(executor: Executor, files: list[CorpusFile], corpus_root: str |
         max_pages=settings.max_pages,
         max_chars=settings.max_chars,
         html_layout=html_layout,
+        office_layout=office_layout,
         ocr=settings.ocr,
         corpus_root=corpus_root,
         passwords=settings.passwords,

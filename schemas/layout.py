@@ -9,6 +9,8 @@ INDEX/
   sources/<sha256>.<ext>  original files by content hash (the viewer renders them)
   sources/<sha256>.decoded.html   HTML sources as decoded: what src offsets index
   sources/<sha256>.decrypted.pdf  a PDF opened with a password, without encryption: what the viewer renders
+  sources/<sha256>.rendered-<engine>.pdf  an office document as LibreOffice rendered it: the pages its boxes are on
+  sources/<sha256>.converted.<ext>  a legacy .doc/.ppt/.xls converted by LibreOffice: what its map points into
 ```
 
 The names are the contract: ``ingest`` writes these files (``ingest.store.publish``),
@@ -17,6 +19,7 @@ The names are the contract: ``ingest`` writes these files (``ingest.store.publis
 
 from __future__ import annotations
 
+import hashlib
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -35,6 +38,9 @@ TABLE_FILES = {
     "office_map": "office_map.parquet",
     "office_pages": "office_pages.parquet",
     "office_cells": "office_cells.parquet",
+    "office_boxes": "office_boxes.parquet",
+    "office_render_pages": "office_render_pages.parquet",
+    "office_shapes": "office_shapes.parquet",
 }
 MANIFEST = "manifest.json"
 FAISS_FILE = "vectors.faiss"
@@ -82,6 +88,26 @@ class IndexPaths:
 
     def decrypted_source(self, source_sha256: str) -> Path:
         return self.sources / f"{source_sha256}.decrypted.pdf"
+
+    def rendered_source(self, source_sha256: str, engine: str) -> Path:
+        """Named by the renderer too: another LibreOffice may lay the pages out otherwise."""
+        return self.sources / f"{source_sha256}.rendered-{hashlib.sha256(engine.encode()).hexdigest()[:12]}.pdf"
+
+    def converted_source(self, source_sha256: str, suffix: str) -> Path:
+        return self.sources / f"{source_sha256}.converted{suffix.lower()}"
+
+
+# Legacy binary office files, read through the OOXML copy LibreOffice converts them to.
+LEGACY_CONVERSIONS = {".doc": ".docx", ".ppt": ".pptx", ".xls": ".xlsx"}
+
+
+def converted_suffix(suffix: str) -> str | None:
+    """The suffix of the converted copy a legacy office file is read through, or None.
+
+    >>> converted_suffix(".DOC"), converted_suffix(".docx")
+    ('.docx', None)
+    """
+    return LEGACY_CONVERSIONS.get(suffix.lower())
 
 
 def version_hex(doc_version: str) -> str:

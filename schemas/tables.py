@@ -29,13 +29,15 @@ from schemas.records import (
     OfficePage,
     OfficeRun,
     OfficeRuns,
+    OfficeShape,
     PdfCharRun,
     PdfPage,
     RunKind,
 )
 
-FORMAT_VERSION = 5  # 2: documents.source_url; 3: hidden_text, chunks.n_hidden, documents.n_hidden_chars;
-# 4: html_boxes, pdf_pages.ocr, pdf_chars.ocr_confidence; 5: office_map, office_pages, office_cells
+FORMAT_VERSION = 6  # 2: documents.source_url; 3: hidden_text, chunks.n_hidden, documents.n_hidden_chars;
+# 4: html_boxes, pdf_pages.ocr, pdf_chars.ocr_confidence; 5: office_map, office_pages, office_cells;
+# 6: office_boxes, office_render_pages, office_shapes
 META_TABLE = b"spanindex.table"
 META_FORMAT = b"spanindex.format_version"
 META_MODEL = b"spanindex.model_id"
@@ -168,6 +170,28 @@ OFFICE_CELLS = pa.schema(
     ]
 )
 
+# The same shapes as pdf_chars and pdf_pages: an office document as LibreOffice renders it (the
+# PDF kept as sources/<sha256>.rendered.pdf), each character's glyph box in points on its
+# rendered page; a rendered page's start and end span the characters boxed on it.
+OFFICE_BOXES = PDF_CHARS
+OFFICE_RENDER_PAGES = PDF_PAGES
+
+# PPTX: each text shape's frame on its slide, in points from the slide's top left (the slide's
+# own geometry: layout and master placeholders and group transforms resolved).
+OFFICE_SHAPES = pa.schema(
+    [
+        ("doc_id", pa.string()),
+        ("doc_version", pa.string()),
+        ("start", pa.int64()),
+        ("end", pa.int64()),
+        ("page", pa.int32()),
+        ("x0", pa.float32()),
+        ("y0", pa.float32()),
+        ("x1", pa.float32()),
+        ("y1", pa.float32()),
+    ]
+)
+
 # BM25 postings, one row per token (ingest.store.lexical writes it, index.search.lexical reads it):
 # the chunks (vector_ids) that hold the token, and its BM25 weight in each.
 LEXICAL = pa.schema(
@@ -200,12 +224,15 @@ SCHEMAS: dict[str, pa.Schema] = {
     "office_map": OFFICE_MAP,
     "office_pages": OFFICE_PAGES,
     "office_cells": OFFICE_CELLS,
+    "office_boxes": OFFICE_BOXES,
+    "office_render_pages": OFFICE_RENDER_PAGES,
+    "office_shapes": OFFICE_SHAPES,
     "lexical": LEXICAL,
 }
 # Tables whose rows belong to one document each, grouped by doc_id: carried over with an
 # unchanged document, checked against its text by fsck.
 DOCUMENT_MAP_TABLES = ("pdf_pages", "pdf_chars", "html_map", "hidden_text", "html_boxes", "office_map", "office_pages",
-                       "office_cells")
+                       "office_cells", "office_boxes", "office_render_pages", "office_shapes")
 
 # Record type behind each table, and record field -> column where names differ.
 RECORD_TYPES: dict[str, tuple[type, dict[str, str]]] = {
@@ -219,6 +246,9 @@ RECORD_TYPES: dict[str, tuple[type, dict[str, str]]] = {
     "office_map": (OfficeRun, {}),
     "office_pages": (OfficePage, {}),
     "office_cells": (OfficeCell, {}),
+    "office_boxes": (PdfCharRun, {"glyph_boxes": "boxes"}),
+    "office_render_pages": (PdfPage, {}),
+    "office_shapes": (OfficeShape, {}),
 }
 
 
@@ -352,6 +382,10 @@ def office_cells_table(doc_id: str, doc_version: str, cells: Sequence[OfficeCell
     return _records_table(cells, OFFICE_CELLS, doc_id=doc_id, doc_version=doc_version)
 
 
+def office_shapes_table(doc_id: str, doc_version: str, shapes: Sequence[OfficeShape]) -> pa.Table:
+    return _records_table(shapes, OFFICE_SHAPES, doc_id=doc_id, doc_version=doc_version)
+
+
 def office_run_records(table: pa.Table) -> OfficeRuns:
     """The office_map rows of one document as ``OfficeRuns`` (columns, no object per run)."""
     parts = table.column("part").combine_chunks().dictionary_encode() if table.num_rows else None
@@ -371,6 +405,10 @@ def office_page_records(table: pa.Table) -> list[OfficePage]:
 
 def office_cell_records(table: pa.Table) -> list[OfficeCell]:
     return [OfficeCell(**row) for row in table.select([f.name for f in fields(OfficeCell)]).to_pylist()]
+
+
+def office_shape_records(table: pa.Table) -> list[OfficeShape]:
+    return [OfficeShape(**row) for row in table.select([f.name for f in fields(OfficeShape)]).to_pylist()]
 
 
 def _repeated(value: str, n: int) -> pa.Array:

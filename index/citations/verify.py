@@ -29,9 +29,7 @@ from schemas.citations import (
     Support,
     VerifySummary,
 )
-from schemas.records import Chunk, DocumentRecord, MediaType
-
-OFFICE_TYPES = (MediaType.DOCX, MediaType.PPTX, MediaType.XLSX)
+from schemas.records import OFFICE_TYPES, Chunk, DocumentRecord, MediaType, Rect
 
 
 class Verifier:
@@ -166,9 +164,22 @@ class Verifier:
             office = self.index.office_source_map(chunk.doc_id)
             source = office.source_range(doc_start, doc_end)
             part, src_start, src_end = source if source else ("", None, None)
-            return dataclasses.replace(span, part=part, src_start=src_start, src_end=src_end,
+            span = dataclasses.replace(span, part=part, src_start=src_start, src_end=src_end,
                                        page=office.page_of(doc_start), cells=office.cells_of(doc_start, doc_end))
+            return dataclasses.replace(span, **self._office_rects(chunk.doc_id, doc_text, doc_start, doc_end, span.page))
         return span
+
+    def _office_rects(self, doc_id: str, doc_text: str, doc_start: int, doc_end: int, page: int | None) -> dict:
+        """Glyph rectangles on the pages LibreOffice rendered; else, for a PPTX, the frames of the
+        shapes the span lies in (on their slides); else none."""
+        box_map = self.index.office_box_map(doc_id)
+        if box_map is not None:
+            rects = tuple(box_map.rects(doc_text, doc_start, doc_end))
+            if rects:
+                return {"rects": rects, "page": rects[0].page}
+        shapes = [s for s in self.index.office_shapes(doc_id) if s.start < doc_end and doc_start < s.end]
+        rects = tuple(Rect(s.page, s.x0, s.y0, s.x1, s.y1) for s in shapes)
+        return {"rects": rects, "page": rects[0].page if rects else page}
 
     @on_one_generation
     def verify_claim(self, answer_id: str, claim: Claim) -> ClaimRecord:

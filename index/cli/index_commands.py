@@ -55,6 +55,9 @@ def _build(p: argparse.ArgumentParser) -> None:
     p.add_argument("--html-layout", action="store_true",
                    help="lay HTML pages out in headless Chromium (/usr/bin/chromium): a box per character, "
                         "pages for citations, hidden text found through style sheets")
+    p.add_argument("--no-office-layout", dest="office_layout", action="store_false",
+                   help="do not render DOCX, PPTX, ODT and ODP with LibreOffice (by default, where it is installed, "
+                        "they get pages and a glyph box per character)")
     p.add_argument("--ocr", choices=["auto", "off", "force"],
                    help="read PDF pages by OCR (Tesseract): auto reads pages without a usable text layer, "
                         "force every page (default: auto where tesseract is installed, else off)")
@@ -97,6 +100,7 @@ def run_build(args) -> int:
         doc_timeout_s=args.doc_timeout,
         wait_for_lock=args.wait,
         html_layout=args.html_layout,
+        office_layout=args.office_layout,
         # No --ocr: auto where Tesseract is installed; languages and dpi apply either way.
         ocr=OcrSettings(OcrMode(args.ocr or "auto"), args.ocr_lang, args.ocr_dpi),
         follow_symlinks=args.follow_symlinks,
@@ -138,6 +142,11 @@ def run_build(args) -> int:
         print(f"  HTML layout ({report.html_layout}): {lay.documents} page(s) laid out in {lay.seconds:.1f} s, "
               f"{lay.boxed} of {lay.source_chars} characters boxed, {lay.hidden} hidden, {lay.not_laid_out} not laid out, "
               f"{lay.unmatched} unmatched" + (f"; {lay.failed} failed (indexed without boxes)" if lay.failed else ""))
+    if report.office_layout and (report.office.documents or report.office.failed):
+        office = report.office
+        print(f"  office layout ({report.office_layout}): {office.documents} document(s), {office.pages} page(s) "
+              f"rendered in {office.seconds:.1f} s, {office.boxed} of {office.source_chars} characters boxed"
+              + (f"; {office.failed} failed (indexed without boxes)" if office.failed else ""))
     if report.ocr != "off":
         pages = "1 PDF page" if report.ocr_pages == 1 else f"{report.ocr_pages} PDF pages"
         print(f"  OCR ({report.ocr}): {pages} read")

@@ -27,7 +27,7 @@ from index.viewer.templating import asset, environment, script_hash
 from ingest.formats import close_shared_browser
 from schemas.citations import ClaimRecord
 from schemas.record_json import to_json
-from schemas.records import MediaType
+from schemas.records import OFFICE_TYPES, MediaType
 
 
 def render_report(
@@ -63,6 +63,8 @@ def _render_report(index: Index, records: list[ClaimRecord], *, zoom: float, sou
         if index.document(page.doc_id).media_type is MediaType.HTML:  # a tile of the browser layout
             image = render_html_page(index.paths.decoded_source(index.document(page.doc_id).source_sha256),
                                      page.page, doc_id=page.doc_id)
+        elif index.document(page.doc_id).media_type in OFFICE_TYPES:  # a page as LibreOffice rendered it
+            image = render_page(index.rendered_path(page.doc_id), page.page, zoom, doc_id=page.doc_id)
         else:
             image = render_page(index.source_path(page.doc_id), page.page, zoom, doc_id=page.doc_id)
         images[key] = image.data_uri()

@@ -16,9 +16,10 @@ from index.inspect import ChunkPlace
 from index.reader import Index
 from index.viewer.marked_source import MarkedText, marked_html, marked_text
 from index.viewer.page_images import html_pages_unavailable
+from index.viewer.sheet_grid import SheetGrid, sheet_grid
 from schemas.citations import Citation
 from schemas.limits import VIEW_SOURCE_CHARS
-from schemas.records import DocumentRecord, MediaType, PdfPage, Rect
+from schemas.records import OFFICE_TYPES, DocumentRecord, MediaType, PdfPage, Rect
 from schemas.tables import HTML_PAGE_HEIGHT, HTML_PAGE_WIDTH
 
 
@@ -27,6 +28,9 @@ class ViewKind(StrEnum):
     HTML = "html"  # the decoded source, defused, the span marked, in a sandboxed iframe (and, laid
     # out by the build's browser, the page images with boxes, as for a PDF)
     TEXT = "text"  # Markdown or plain text, the span marked
+    OFFICE = "office"  # a Word or PowerPoint file (or OpenDocument, EPUB): its text, the span marked, and
+    # where LibreOffice rendered it, its pages with boxes
+    SHEET = "sheet"  # a spreadsheet: the cells around the span as a grid, the cited cells marked
     NONE = "none"  # nothing to show (unverified citation, document gone); ``note`` says why
 
 
@@ -61,7 +65,9 @@ class SourceView:
     source_ranges: tuple[tuple[int, int], ...] = ()  # HTML: the decoded-source ranges of the span
     windows: tuple[tuple[int, int], ...] = ()  # HTML: the parts of a large page shown (none: all of it)
     source_chars: int = 0  # HTML: the length of the decoded source
-    text: MarkedText | None = None  # TEXT
+    text: MarkedText | None = None  # TEXT, OFFICE, SHEET
+    grid: SheetGrid | None = None  # SHEET
+    part: str = ""  # OFFICE, SHEET: the part of the file the span came from ("word/document.xml")
     note: str = ""  # a warning (document changed) or why there is nothing to show
 
 
@@ -146,7 +152,33 @@ class ViewBuilder:
             where = "HTML" + (f", p. {pages[0].page}" if pages else "")
             return SourceView(ViewKind.HTML, doc_id, where, pages=pages, srcdoc=srcdoc, source_ranges=ranges,
                               windows=windows, source_chars=len(source), note=note)
+        if doc.media_type in OFFICE_TYPES:
+            return self._office_view(doc, start, end, tuple(rects), page)
         return self._text_view(doc, doc_version, start, end)
+
+    def _office_view(self, doc: DocumentRecord, start: int, end: int, rects: tuple[Rect, ...],
+                     page: int | None) -> SourceView:
+        """The document text with the span marked; a sheet's grid, or the rendered pages with boxes."""
+        source_map = self.index.office_source_map(doc.doc_id)
+        text = self.index.doc_text(doc.doc_version)
+        marked = marked_text(text, start, end)
+        source = source_map.source_range(start, end)
+        part = source[0] if source else ""
+        sheet = next((p for p in source_map.pages if p.start <= start < p.end), None)
+        if doc.media_type in SHEET_TYPES and sheet is not None:
+            grid = sheet_grid(text, sheet, source_map.cells, start, end)
+            cells = source_map.cells_of(start, end)
+            where = cells[0] if len(cells) == 1 else f"{sheet.name}, {len(cells)} cells" if cells else sheet.name
+            return SourceView(ViewKind.SHEET, doc.doc_id, where, text=marked, grid=grid, part=part)
+        pages = ()
+        if self.index.rendered_path(doc.doc_id) is not None:
+            pages = _page_views(doc.doc_id, rects, page, lambda n: self.index.office_render_page(doc.doc_id, n))
+        slides = doc.media_type in SLIDE_TYPES
+        if pages:
+            where = f"slide {pages[0].page}" if slides else f"p. {pages[0].page}"
+        else:
+            where = f"slide {page}" if slides and page else _OFFICE_NAMES.get(doc.media_type, "office")
+        return SourceView(ViewKind.OFFICE, doc.doc_id, where, pages=pages, text=marked, part=part)
 
     def html_windows(self, doc_id: str, ranges: Sequence[tuple[int, int]], source_chars: int) -> tuple[tuple[int, int], ...]:
         """The parts of a page's decoded source to show for a span of ``ranges``: none (the whole
@@ -198,6 +230,12 @@ class ViewBuilder:
             where = f"p. {first.page}" + (f" (printed {first.label})" if first.label and first.label != str(first.page) else "")
         return SourceView(ViewKind.PDF, doc.doc_id, where, pages=pages)
 
+
+SHEET_TYPES = frozenset({MediaType.XLSX, MediaType.ODS, MediaType.XLS})
+SLIDE_TYPES = frozenset({MediaType.PPTX, MediaType.ODP, MediaType.PPT})
+_OFFICE_NAMES = {MediaType.DOCX: "Word", MediaType.DOC: "Word", MediaType.ODT: "OpenDocument text",
+                 MediaType.EPUB: "EPUB", MediaType.PPTX: "PowerPoint", MediaType.PPT: "PowerPoint",
+                 MediaType.ODP: "OpenDocument presentation"}
 
 # An HTML page of the browser layout: what its boxes are measured against.
 _HTML_PAGE = PdfPage(page=0, start=0, end=0, width=HTML_PAGE_WIDTH, height=HTML_PAGE_HEIGHT, rotation=0,

@@ -20,6 +20,7 @@ import hashlib
 import re
 import time
 import traceback
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -29,13 +30,13 @@ import pyarrow as pa
 from ingest.text import chunk_spans, make_chunks
 from ingest.corpus import NotReadable, read_corpus_file
 from ingest.embed import ModelInfo, load_tokenizer
-from ingest.formats import parse_document
+from ingest.formats import RENDERED_TYPES, parse_document
 from ingest.formats import Passwords
 from ingest.store import write_once
 from ingest.store import spill_path, write_spill
 from ingest.store import ROW_GROUP_ROWS
 from schemas.errors import IndexWriteError
-from schemas.layout import IndexPaths
+from schemas.layout import IndexPaths, converted_suffix
 from schemas.limits import MAX_DOC_CHARS, MAX_PDF_PAGES, DocumentLimits
 from schemas.records import (
     ChunkerSettings,
@@ -46,6 +47,7 @@ from schemas.records import (
     OcrSettings,
     OfficeRuns,
     ParsedDocument,
+    PdfCharRun,
 )
 from schemas.tables import (
     chunks_table,
@@ -55,12 +57,14 @@ from schemas.tables import (
     office_cells_table,
     office_map_table,
     office_pages_table,
+    office_shapes_table,
     pdf_chars_table,
     pdf_pages_table,
 )
 
 if TYPE_CHECKING:
     from ingest.formats import HtmlLayout, LayoutStats
+    from ingest.formats import OfficeLayout, OfficeLayoutStats
 
 
 @dataclass(frozen=True, slots=True)
@@ -72,6 +76,7 @@ class WorkerSettings:
     max_pages: int = MAX_PDF_PAGES
     max_chars: int = MAX_DOC_CHARS
     html_layout: bool = False  # lay HTML pages out in a browser (boxes, hidden text)
+    office_layout: str = ""  # the LibreOffice that renders office documents (pages, glyph boxes); "": none
     ocr: OcrSettings = OcrSettings()  # resolved by the build: OFF where Tesseract is missing
     corpus_root: str | None = None  # resolved; a file must lie inside it (None: --follow-symlinks)
     passwords: Passwords = Passwords()  # --passwords: tried on encrypted PDFs whose doc_id they match
@@ -95,6 +100,9 @@ class DocumentFiles:
     source_suffix: str
     decoded_source: str | None = None  # HTML: the decoded source its map indexes (stored as UTF-8)
     decrypted_source: bytes | None = None  # a PDF opened with --passwords, without its encryption
+    converted_source: bytes | None = None  # a legacy .doc/.ppt/.xls: the OOXML copy its map points into
+    rendered: bytes | None = None  # an office document as LibreOffice rendered it (PDF)
+    office_layout: str = ""  # the LibreOffice that rendered it
 
 
 @dataclass(slots=True, eq=False)
@@ -109,6 +117,7 @@ class DocResult:
     peak_rss_kb: int = 0  # the worker process's peak resident memory so far (0 where unknown)
     internal_error: str = ""  # traceback of an unexpected failure (a bug, not bad input)
     layout: LayoutStats | None = None  # HTML laid out by the browser (--html-layout)
+    office_layout: OfficeLayoutStats | None = None  # an office document rendered by LibreOffice
     files: DocumentFiles | None = None  # to store, when the worker had no index folder
     write_error: str = ""  # the index could not be written (disk full, read-only): the build must stop
 
@@ -247,20 +256,27 @@ def _process_source(job: FileJob, held: list[bytes], settings: WorkerSettings) -
         else:
             parsed = dataclasses.replace(parsed, hidden_runs=layout.hidden_runs)  # the browser's verdicts
             stats = LayoutStats.of(layout)
+    office_layout = office_stats = None
+    if settings.office_layout and parsed.media_type in RENDERED_TYPES:
+        office_layout, office_stats, record = _render_office(parsed, held[0], job.path.suffix, record)
     # Texts are str: written as UTF-8 in pieces (ingest.store.publish), never as a whole UTF-8 copy.
-    files = DocumentFiles(parsed.text, job.path.suffix, parsed.decoded_source, parsed.decrypted_source)
+    files = DocumentFiles(parsed.text, job.path.suffix, parsed.decoded_source, parsed.decrypted_source,
+                          parsed.converted_source, office_layout.pdf if office_layout else None,
+                          settings.office_layout)
     if settings.index_root is not None:
         store_document(settings.index_root, record, held.pop(), files)
         files = None
-    tables, spilled = _map_tables(parsed, settings, layout)
+    tables, spilled = _map_tables(parsed, settings, layout, office_layout)
     # Chunking needs the text, its pages and hidden runs; the maps are on their way already.
-    parsed = dataclasses.replace(parsed, char_runs=(), html_runs=(), office_runs=(), office_cells=(), decoded_source=None,
-                                 decrypted_source=None)
+    parsed = dataclasses.replace(parsed, char_runs=(), html_runs=(), office_runs=(), office_cells=(), office_shapes=(),
+                                 decoded_source=None, decrypted_source=None, converted_source=None)
 
     spans = chunk_spans(parsed.text, _tokenizer, settings.chunker, parsed.hidden_runs)
     chunks = make_chunks(parsed, spans)
     if layout is not None:
-        chunks = _layout_pages(chunks, layout)
+        chunks = _layout_pages(chunks, layout.char_runs)
+    if office_layout is not None and not parsed.office_pages:  # DOCX, ODT: pages as rendered (slides are pages)
+        chunks = _layout_pages(chunks, office_layout.char_runs)
     n_hidden = sum(run.end - run.start for run in parsed.hidden_runs)
     record = dataclasses.replace(record, n_chunks=len(chunks), n_hidden_chars=n_hidden)
     # A spilled chunk table carries the texts to embed as a column of its own.
@@ -270,7 +286,8 @@ def _process_source(job: FileJob, held: list[bytes], settings: WorkerSettings) -
                   EMBED_TEXT, pa.array([s.embed_text for s in spans[a : a + step]], pa.string()))
                   for a in range(0, len(chunks), step))
         spilled["chunks"] = _spill(settings, job.doc_id, "chunks", pieces)
-        return DocResult(job.doc_id, record, tables=tables, spilled=spilled, layout=stats, files=files)
+        return DocResult(job.doc_id, record, tables=tables, spilled=spilled, layout=stats,
+                         office_layout=office_stats, files=files)
     return DocResult(
         job.doc_id,
         record,
@@ -279,6 +296,7 @@ def _process_source(job: FileJob, held: list[bytes], settings: WorkerSettings) -
         tables=tables,
         spilled=spilled,
         layout=stats,
+        office_layout=office_stats,
         files=files,
     )
 
@@ -287,17 +305,32 @@ def _warn(record: DocumentRecord, warning: str) -> DocumentRecord:
     return dataclasses.replace(record, warning="; ".join(w for w in (record.warning, warning) if w))
 
 
-def _layout_pages(chunks: list, layout: HtmlLayout) -> list:
-    """Chunks of a laid-out HTML page with the first and last page their boxes are on."""
-    if not layout.char_runs:
+def _render_office(parsed: ParsedDocument, source: bytes, suffix: str, record: DocumentRecord):
+    """The document as LibreOffice renders it, with its stats and record; on failure no layout, a warning."""
+    from ingest.formats import OfficeLayoutStats, RenderError, layout_office
+
+    if parsed.converted_source is not None:  # a legacy file: the converted copy is what the map points into
+        source, suffix = parsed.converted_source, converted_suffix(suffix) or suffix
+    try:
+        layout = layout_office(parsed, source, suffix)
+    except RenderError as exc:  # indexed all the same, with part ranges and no boxes
+        return None, OfficeLayoutStats(failed=1), _warn(record, f"office layout failed: {exc.message}")
+    if not parsed.office_pages:  # a text document's pages are its rendered ones (slides are their own)
+        record = dataclasses.replace(record, n_pages=layout.n_pages)
+    return layout, OfficeLayoutStats.of(layout), record
+
+
+def _layout_pages(chunks: list, char_runs: Sequence[PdfCharRun]) -> list:
+    """Chunks with the first and last page their boxes are on (an HTML page's layout, a rendered office file)."""
+    if not char_runs:
         return chunks
-    starts = [r.start for r in layout.char_runs]
-    ends = [r.end for r in layout.char_runs]
+    starts = [r.start for r in char_runs]
+    ends = [r.end for r in char_runs]
     out = []
     for chunk in chunks:
         first = bisect.bisect_right(ends, chunk.start)
         last = bisect.bisect_left(starts, chunk.end)
-        pages = [layout.char_runs[i].page for i in range(first, last)]
+        pages = [char_runs[i].page for i in range(first, last)]
         if pages:
             chunk = dataclasses.replace(chunk, page_start=min(pages), page_end=max(pages))
         out.append(chunk)
@@ -320,8 +353,8 @@ def _piece_rows(table_name: str) -> int:
     return max(1, min(SPILL_ROWS[table_name], ROW_GROUP_ROWS[table_name]))
 
 
-def _map_tables(parsed: ParsedDocument, settings: WorkerSettings,
-                layout: HtmlLayout | None = None) -> tuple[dict[str, pa.Table], dict[str, Path]]:
+def _map_tables(parsed: ParsedDocument, settings: WorkerSettings, layout: HtmlLayout | None = None,
+                office_layout: OfficeLayout | None = None) -> tuple[dict[str, pa.Table], dict[str, Path]]:
     """The offset-map rows of a document: with the result, or spilled to disk when over a row group."""
     doc_id, version = parsed.doc_id, parsed.doc_version
     tables: dict[str, pa.Table] = {}
@@ -355,6 +388,14 @@ def _map_tables(parsed: ParsedDocument, settings: WorkerSettings,
     if layout is not None:
         add("html_boxes", len(layout.char_runs),
             lambda a, b: html_boxes_table(doc_id, version, layout.char_runs[a:b]))
+    if parsed.office_shapes:
+        add("office_shapes", len(parsed.office_shapes),
+            lambda a, b: office_shapes_table(doc_id, version, parsed.office_shapes[a:b]))
+    if office_layout is not None:
+        add("office_boxes", len(office_layout.char_runs),
+            lambda a, b: pdf_chars_table(doc_id, version, office_layout.char_runs[a:b]))
+        add("office_render_pages", len(office_layout.pages),
+            lambda a, b: pdf_pages_table(doc_id, version, office_layout.pages[a:b]))
     return tables, spilled
 
 
@@ -376,6 +417,11 @@ def store_document(root: Path, record: DocumentRecord, source: bytes, files: Doc
         written.append((paths.decoded_source(record.source_sha256), files.decoded_source))
     if files.decrypted_source is not None:
         written.append((paths.decrypted_source(record.source_sha256), files.decrypted_source))
+    if files.converted_source is not None:
+        suffix = converted_suffix(files.source_suffix) or files.source_suffix
+        written.append((paths.converted_source(record.source_sha256, suffix), files.converted_source))
+    if files.rendered is not None:
+        written.append((paths.rendered_source(record.source_sha256, files.office_layout), files.rendered))
     for path, data in written:
         try:
             write_once(path, data)

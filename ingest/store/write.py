@@ -33,7 +33,8 @@ from schemas.tables import SCHEMAS, documents_table, with_metadata
 # row, a run of characters with their boxes, is ~230 bytes in Arrow; a chunk ~0.9 KB): with 65,536
 # and 4,096 rows, a 10x corpus's build peaked 38 MB above a 1x one's, which never filled one.
 ROW_GROUP_ROWS = {"chunks": 1024, "pdf_chars": 16384, "pdf_pages": 65536, "html_map": 16384, "hidden_text": 65536,
-                  "html_boxes": 16384, "office_map": 16384, "office_pages": 65536, "office_cells": 65536}
+                  "html_boxes": 16384, "office_map": 16384, "office_pages": 65536, "office_cells": 65536,
+                  "office_boxes": 16384, "office_render_pages": 65536, "office_shapes": 65536}
 
 # Columns written dictionary-encoded: strings that repeat from row to row. The others are
 # written plain: for an offset or a box column Parquet builds a dictionary and then drops it

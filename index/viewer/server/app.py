@@ -38,7 +38,7 @@ from schemas.citations import Policy
 from schemas.errors import AnswerFormatError, SpanindexError
 from schemas.json_input import loads, replace_surrogates
 from schemas.limits import VIEW_SIBLINGS
-from schemas.records import MediaType, SearchMode
+from schemas.records import OFFICE_TYPES, MediaType, SearchMode
 
 LOOPBACK_HOSTS = ["127.0.0.1", "localhost", "[::1]", "::1"]
 MAX_PAGE_HITS = 50
@@ -180,6 +180,12 @@ def create_app(
                 image, cached = server.images.get_html(server.index.paths.decoded_source(doc.source_sha256), page,
                                                        doc_id=doc_id)
                 renderer = "chromium"
+            elif doc is not None and doc.media_type in OFFICE_TYPES:  # a page as LibreOffice rendered it
+                rendered = server.index.rendered_path(doc_id)
+                if rendered is None or server.index.office_render_page(doc_id, page) is None:
+                    raise HTTPException(404, "no such page")
+                image, cached = server.images.get(rendered, page, server.zoom, doc_id=doc_id)
+                renderer = "pymupdf"
             elif doc is None or doc.media_type is not MediaType.PDF or not 1 <= page <= doc.n_pages:
                 raise HTTPException(404, "no such page")
             else:
