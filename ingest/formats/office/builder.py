@@ -14,7 +14,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ingest.formats.office.xml_positions import Piece
-from schemas.records import RUN_KINDS, HiddenReason, HiddenRun, OfficeRuns, RunKind
+from schemas.records import RUN_KINDS, HiddenReason, HiddenRun, OfficePage, OfficeRuns, RunKind
 
 _STRENGTH = {"": 0, " ": 1, "\t": 2, "\n": 3, "\n\n": 4}
 
@@ -121,6 +121,20 @@ class TextBuilder:
         if self.length == after:
             self.rollback(before)
         self.separate("\n")
+
+    @contextmanager
+    def sheet(self, number: int, name: str, hidden: bool, pages: list[OfficePage]):
+        """A spreadsheet's sheet: after a blank line, a title line with its name, then what is
+        written inside (hidden whole for a hidden sheet); its page is added to ``pages``."""
+        self.separate("\n\n")
+        self.flush()
+        start = self.length
+        with self.hidden(HiddenReason.HIDDEN_SHEET if hidden else None):
+            self.synthetic(name)
+            self.separate("\n")
+            yield
+        self.drop_separator("\n\n")
+        pages.append(OfficePage(number, start, self.length, name, hidden))
 
     def result(self) -> BuiltText:
         text = "".join(self._chunks)

@@ -29,7 +29,7 @@ from ingest.formats.office.odf import (
 from ingest.formats.office.xlsx import MAX_COLUMNS, column_name, sheet_prefix
 from ingest.formats.office.xml_positions import Element, Piece
 from schemas.errors import DocumentTooLargeError
-from schemas.records import HiddenReason, MediaType, OfficeCell, OfficePage, ParsedDocument
+from schemas.records import HiddenReason, MediaType, OfficeCell, ParsedDocument
 
 MAX_ROWS = 1_048_576
 MAX_CELLS = 4_000_000  # cells of an ODS with content, repeats counted: more is a bomb, not a sheet
@@ -56,15 +56,8 @@ def parse_ods(source: bytes, doc_id: str) -> ParsedDocument:
     for number, table in enumerate(spreadsheet.children_named("table"), 1):
         name = table.attrs.get("name", f"Sheet{number}")
         hidden = walker.styles.get(table.attrs.get("style-name"), "table-properties", "display") == "false"
-        builder.separate("\n\n")
-        builder.flush()
-        start = builder.length
-        with builder.hidden(HiddenReason.HIDDEN_SHEET if hidden else None):
-            builder.synthetic(name)
-            builder.separate("\n")
+        with builder.sheet(number, name, hidden, pages):
             sheet.write(table, sheet_prefix(name))
-        builder.drop_separator("\n\n")
-        pages.append(OfficePage(number, start, builder.length, name, hidden))
     built = builder.result()
     return ParsedDocument(doc_id=doc_id, media_type=MediaType.ODS, text=built.text, title=document_title(package),
                           office_runs=built.runs, hidden_runs=built.hidden_runs, office_pages=tuple(pages),

@@ -24,7 +24,7 @@ from ingest.formats.office.numbers import BUILTIN, format_value
 from ingest.formats.office.package import OfficePackage
 from ingest.formats.office.xml_positions import Element, Piece
 from schemas.errors import CorruptDocumentError
-from schemas.records import HiddenReason, MediaType, OfficeCell, OfficePage, ParsedDocument
+from schemas.records import HiddenReason, MediaType, OfficeCell, ParsedDocument
 
 _TRUE = frozenset({"1", "true"})
 _REF = re.compile(r"([A-Za-z]{1,3})([0-9]+)")
@@ -63,20 +63,13 @@ def parse_xlsx(source: bytes, doc_id: str) -> ParsedDocument:
         hidden = sheet.attrs.get("state", "visible") in ("hidden", "veryHidden")
         rel = by_id.get(sheet.attrs.get("r:id", ""))
         builder = context.builder
-        builder.separate("\n\n")
-        builder.flush()
-        start = builder.length
-        with builder.hidden(HiddenReason.HIDDEN_SHEET if hidden else None):
-            builder.synthetic(name)
-            builder.separate("\n")
+        with builder.sheet(number, name, hidden, pages):
             # chart sheets and dialog sheets have no cells: their title alone
             if rel is not None and rel.rel_type == "worksheet" and package.has(rel.target):
                 hidden_rows, hidden_columns = _sheet(context, rel.target, package.xml(rel.target)[0],
                                                      sheet_prefix(name))
                 with builder.titled("Comments", "\n"):
                     _comments(builder, package, rel.target, hidden_rows, hidden_columns)
-        builder.drop_separator("\n\n")
-        pages.append(OfficePage(number, start, builder.length, name, hidden))
     built = context.builder.result()
     return ParsedDocument(doc_id=doc_id, media_type=MediaType.XLSX, text=built.text, title=package.title(),
                           office_runs=built.runs, hidden_runs=built.hidden_runs, office_pages=tuple(pages),
