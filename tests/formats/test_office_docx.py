@@ -275,3 +275,10 @@ def test_a_part_over_the_size_limit_is_refused_before_it_is_decompressed(monkeyp
     monkeypatch.setattr(office_package, "MAX_PART_BYTES", 1000)
     with pytest.raises(DocumentTooLargeError):
         parse_docx(docx(paragraph(run("x" * 5000))), "bomb.docx")
+
+
+@pytest.mark.hostile("Word XML nested thousands of content controls deep", "error row: CorruptDocumentError, not a RecursionError")
+def test_content_nested_deeper_than_python_recurses_is_a_corrupt_document():
+    deep = "<w:sdt><w:sdtContent>" * 3000 + paragraph(run("x")) + "</w:sdtContent></w:sdt>" * 3000
+    with pytest.raises(CorruptDocumentError, match="nested too deep"):
+        parse_docx(docx(deep), "deep.docx")

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from ingest.formats.office.builder import TextBuilder
 from ingest.formats.office.numbering import Numbering
-from ingest.formats.office.package import OfficePackage
+from ingest.formats.office.package import OfficePackage, within_depth
 from ingest.formats.office.styles import WHITE, Styles, page_colour_of, shading
 from ingest.formats.office.xml_positions import Element, Piece
 from schemas.errors import CorruptDocumentError
@@ -29,6 +29,7 @@ _NOTES = (("Footnotes", "footnotes", "w:footnote"), ("Endnotes", "endnotes", "w:
           ("Comments", "comments", "w:comment"))
 
 
+@within_depth
 def parse_docx(source: bytes, doc_id: str) -> ParsedDocument:
     """Parse DOCX bytes into the document text, each real character mapped to its part and range.
 

@@ -39,7 +39,7 @@ from ingest.formats.html.tags import HIDDEN, VOID
 from ingest.formats.html.tokens import RAW_TEXT_ELEMENTS, START, Tokenizer, parse_attrs
 from ingest.formats.html.visibility import ROOT_STYLE, InlineStyles
 from ingest.formats.office.builder import TextBuilder
-from ingest.formats.office.package import OfficePackage
+from ingest.formats.office.package import OfficePackage, within_depth
 from ingest.formats.office.readback import reads_back
 from ingest.formats.office.xml_positions import Element, parse_xml
 from schemas.errors import CorruptDocumentError, EncryptedDocumentError
@@ -54,6 +54,7 @@ _SWALLOWS = RAW_TEXT_ELEMENTS | HIDDEN | {"plaintext", "dialog"}
 _CSS_HIDES = re.compile(r"display\s*:\s*none|visibility\s*:\s*hidden", re.I)
 
 
+@within_depth
 def parse_epub(source: bytes, doc_id: str) -> ParsedDocument:
     """Parse EPUB bytes into the text of its chapters in reading order; ``office_pages`` gives
     each chapter's range and part.

@@ -36,13 +36,12 @@ elements and attributes go by their local names (text:p is "p", table:name is "n
 
 from __future__ import annotations
 
-import functools
 import re
 
 from ingest.formats.office.builder import TextBuilder
 from ingest.formats.office.numbering import SYMBOL_BULLETS
 from ingest.formats.office.numbering import format_number
-from ingest.formats.office.package import OfficePackage
+from ingest.formats.office.package import OfficePackage, within_depth
 from ingest.formats.office.readback import space_count
 from ingest.formats.office.xlsx import column_name
 from ingest.formats.office.xml_positions import Element, Piece
@@ -64,17 +63,6 @@ _FORMATS = {"1": "decimal", "a": "lowerLetter", "A": "upperLetter", "i": "lowerR
 _FOLLOWED_BY = {"listtab": "\t", "space": " ", "nothing": ""}
 _SECTIONS = (("Headers", ("header-first", "header", "header-left")),  # the first page's first
              ("Footers", ("footer-first", "footer", "footer-left")))
-
-
-def within_depth(parse):
-    """The walk recurses with the elements: nesting deeper than Python allows is a corrupt file."""
-    @functools.wraps(parse)
-    def bounded(source: bytes, doc_id: str) -> ParsedDocument:
-        try:
-            return parse(source, doc_id)
-        except RecursionError as exc:
-            raise CorruptDocumentError("elements nested too deep to read", doc_id=doc_id) from exc
-    return bounded
 
 
 @within_depth

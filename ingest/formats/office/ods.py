@@ -24,8 +24,8 @@ from ingest.formats.office.odf import (
     open_package,
     repeat,
     table_rows,
-    within_depth,
 )
+from ingest.formats.office.package import within_depth
 from ingest.formats.office.xlsx import MAX_COLUMNS, column_name, sheet_prefix
 from ingest.formats.office.xml_positions import Element, Piece
 from schemas.errors import DocumentTooLargeError

@@ -8,6 +8,8 @@ macros (vbaProject.bin) are never read at all.
 
 from __future__ import annotations
 
+import functools
+
 import io
 import posixpath
 import zipfile
@@ -150,3 +152,14 @@ def _ole_error(source: bytes, doc_id: str) -> Exception:
     legacy = _LEGACY.get(PurePosixPath(doc_id).suffix.lower(), "legacy binary Office (.doc, .xls or .ppt)")
     return CorruptDocumentError(f"a {legacy} file: the legacy binary Office formats are not supported; "
                                 "save it as .docx, .xlsx or .pptx", doc_id=doc_id)
+
+
+def within_depth(parse):
+    """The walk recurses with the elements: nesting deeper than Python allows is a corrupt file."""
+    @functools.wraps(parse)
+    def bounded(source: bytes, doc_id: str):
+        try:
+            return parse(source, doc_id)
+        except RecursionError as exc:
+            raise CorruptDocumentError("elements nested too deep to read", doc_id=doc_id) from exc
+    return bounded

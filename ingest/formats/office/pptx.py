@@ -23,7 +23,7 @@ from ingest.formats.office.geometry import (
     on_slide, read_placeholder, read_xfrm,
 )
 from ingest.formats.office.numbers import format_value
-from ingest.formats.office.package import OfficePackage, Relationship
+from ingest.formats.office.package import OfficePackage, Relationship, within_depth
 from ingest.formats.office.xml_positions import Element, Piece
 from schemas.errors import CorruptDocumentError
 from schemas.records import (
@@ -40,6 +40,7 @@ _TRUE = frozenset({"1", "true"})
 Box = tuple[float, float, float, float]
 
 
+@within_depth
 def parse_pptx(source: bytes, doc_id: str) -> ParsedDocument:
     """Parse PPTX bytes into the document text; ``office_pages`` gives each slide's range,
     ``office_shapes`` each shape's text and frame.

@@ -21,7 +21,7 @@ import re
 
 from ingest.formats.office.builder import TextBuilder
 from ingest.formats.office.numbers import BUILTIN, format_value
-from ingest.formats.office.package import OfficePackage
+from ingest.formats.office.package import OfficePackage, within_depth
 from ingest.formats.office.xml_positions import Element, Piece
 from schemas.errors import CorruptDocumentError
 from schemas.records import HiddenReason, MediaType, OfficeCell, ParsedDocument
@@ -32,6 +32,7 @@ _PLAIN_SHEET_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_.]*")
 MAX_COLUMNS = 16384  # XFD: Excel's last column
 
 
+@within_depth
 def parse_xlsx(source: bytes, doc_id: str) -> ParsedDocument:
     """Parse XLSX bytes into the document text; ``office_pages`` gives each sheet's range and
     ``office_cells`` each cell's range and reference.
