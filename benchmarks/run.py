@@ -49,6 +49,10 @@ def main() -> None:
 
             RESULTS["retrieval"] = bench_retrieval(index_dir)
         bench_verify(index_dir, work)
+        from benchmarks import reader_cost
+
+        print("== the first resolve of a PDF quote in a fresh reader, by corpus size")
+        RESULTS["reader_cost"] = reader_cost.run([int(n) for n in os.environ.get("BENCH_READER_COPIES", "1,8").split(",")])
         bench_reindex(corpus, index_dir, full_seconds, work, embedder)
         bench_chunk_stability()
         bench_large_text(work)

@@ -23,6 +23,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from index.citations.locate import HtmlSourceMap, OfficeSourceMap, PdfCharMap
 from ingest.text import HiddenText
@@ -114,8 +115,6 @@ class Index:
         previous = getattr(self, "manifest", None)
         self.generation = generation
         self.manifest = generation.manifest
-        self._chunk_rows: dict[str, int] | None = None
-        self._doc_rows: dict[str, int] | None = None
         self._chunk_cache: dict[int, Chunk] = {}
         self._maps: collections.OrderedDict[tuple[str, str], object] = collections.OrderedDict()
         self._lexical = None
@@ -170,13 +169,9 @@ class Index:
 
     @_one_request
     def document(self, doc_id: str) -> DocumentRecord | None:
-        if self._doc_rows is None:
-            ids = self.generation.table("documents").column("doc_id").to_pylist()
-            self._doc_rows = {d: i for i, d in enumerate(ids)}
-        row = self._doc_rows.get(doc_id)
-        if row is None:
-            return None
-        return document_records(self.generation.table("documents").slice(row, 1))[0]
+        """One document's row, read from the row group that holds it."""
+        rows = self.generation.rows_of("documents", doc_id)
+        return document_records(rows.slice(0, 1))[0] if rows.num_rows else None
 
     @_one_request
     def doc_text(self, doc_version: str) -> str:
@@ -198,17 +193,21 @@ class Index:
     @_one_request
     def chunk(self, chunk_id: str) -> Chunk | None:
         """One chunk by id, read from its row alone (no table becomes Python objects)."""
-        if self._chunk_rows is None:
-            ids = self.generation.table("chunks", ["chunk_id"]).column("chunk_id").to_pylist()
-            self._chunk_rows = {c: i for i, c in enumerate(ids)}
-        row = self._chunk_rows.get(chunk_id)
-        return None if row is None else self._chunk_at(row)
+        doc_id, separator, _ = chunk_id.rpartition("#tok:")  # f"{doc_id}#tok:{token_start}"
+        if not separator:
+            return None
+        rows = self.generation.rows_of("chunks", doc_id)
+        at = pc.index(rows.column("chunk_id"), chunk_id).as_py()
+        if at < 0:
+            return None
+        return self._chunk_at(rows.column("vector_id")[at].as_py(), rows.slice(at, 1))
 
-    def _chunk_at(self, row: int) -> Chunk:
+    def _chunk_at(self, row: int, rows: pa.Table | None = None) -> Chunk:
+        """The chunk in row ``row`` (its vector_id) of the chunks table, from ``rows`` where given."""
         chunk = self._chunk_cache.get(row)
         if chunk is None:
-            table = self.generation.table("chunks")
-            chunk = Chunk(**{f.name: table.column(f.name)[row].as_py() for f in CHUNKS})
+            table = rows if rows is not None else self.generation.row_at("chunks", row)
+            chunk = Chunk(**{f.name: table.column(f.name)[0].as_py() for f in CHUNKS})
             if len(self._chunk_cache) >= 4096:
                 self._chunk_cache.clear()
             self._chunk_cache[row] = chunk
