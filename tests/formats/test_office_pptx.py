@@ -219,3 +219,35 @@ def test_smartart_shows_its_points_text_in_order_and_not_its_connectors():
     assert parts_of(doc, 0, len(doc.text)) == {"ppt/diagrams/data1.xml"}
     [shape] = doc.office_shapes
     assert (shape.start, shape.end, shape.x0, shape.y0, shape.x1, shape.y1) == (0, len(doc.text), 72, 72, 216, 144)
+
+
+def test_text_under_one_point_or_in_the_colour_it_is_drawn_over_is_hidden():
+    pptx_lib = pytest.importorskip("pptx")
+    from pptx.dml.color import RGBColor
+    from pptx.util import Inches, Pt
+
+    deck = pptx_lib.Presentation()
+    slide = deck.slides.add_slide(deck.slide_layouts[6])
+    slide.background.fill.solid()
+    slide.background.fill.fore_color.rgb = RGBColor(0xFF, 0xFF, 0xFF)
+    body = slide.shapes.add_textbox(Inches(1), Inches(1), Inches(6), Inches(1)).text_frame.paragraphs[0]
+    for text, colour, size in [("Seen. ", RGBColor(0, 0, 0), None), ("White on white. ", RGBColor(0xFF, 0xFF, 0xFF), None),
+                               ("Tiny. ", None, Pt(0.5))]:
+        run = body.add_run()
+        run.text = text
+        if colour is not None:
+            run.font.color.rgb = colour
+        if size is not None:  # the schema's least size is 1 pt (sz="100"): a file that breaks it
+            run.font._rPr.set("sz", str(int(size.pt * 100)))
+    boxed = slide.shapes.add_textbox(Inches(1), Inches(3), Inches(6), Inches(1))
+    boxed.fill.solid()
+    boxed.fill.fore_color.rgb = RGBColor(0, 0, 0)
+    run = boxed.text_frame.paragraphs[0].add_run()
+    run.text = "White on a black box."
+    run.font.color.rgb = RGBColor(0xFF, 0xFF, 0xFF)
+    buffer = io.BytesIO()
+    deck.save(buffer)
+    doc = parsed_and_checked(parse_pptx, buffer.getvalue(), "hidden.pptx")
+    hidden = [(doc.text[h.start:h.end], h.reason) for h in doc.hidden_runs]
+    assert hidden == [("White on white. ", HiddenReason.BACKGROUND_COLOR), ("Tiny. ", HiddenReason.TINY)]
+    assert "White on a black box." in doc.text

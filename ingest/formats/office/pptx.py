@@ -11,6 +11,11 @@ Every shape whose text is in the document text (groups give their members') gets
 (``geometry``), cut to the slide's size (``p:sldSz``): a shape placed off the slide keeps a frame
 with no area on the nearest edge. A shape whose place cannot be found (no transform of its own,
 no layout or master placeholder to take one from) gets none; speaker notes get none.
+
+Hidden, besides a hidden slide: a run under 1 pt (``sz`` below 100, which the schema forbids but
+files carry), and a run filled with the RGB colour it is drawn over (its shape's solid fill, else
+its slide's own background); theme colours and inherited backgrounds are not resolved, so such
+runs are never flagged.
 """
 
 from __future__ import annotations
@@ -75,7 +80,8 @@ def parse_pptx(source: bytes, doc_id: str) -> ParsedDocument:
         start = builder.length
         relationships = package.relationships(part)
         with builder.hidden(HiddenReason.HIDDEN_SLIDE if hidden else None):
-            reader = _SlideReader(builder, package, part, number, relationships, layouts, drawn)
+            reader = _SlideReader(builder, package, part, number, relationships, layouts, drawn,
+                                  solid_rgb(slide.find("p:cSld", "p:bg", "p:bgPr")))
             reader.shapes(slide.find("p:cSld", "p:spTree"), IDENTITY)
             notes = next((r.target for r in relationships if r.rel_type == "notesSlide"
                           and r.target and package.has(r.target)), None)
@@ -95,8 +101,9 @@ class _SlideReader:
 
     def __init__(self, builder: TextBuilder, package: OfficePackage, part: str, page: int,
                  relationships: list[Relationship], layouts: _LayoutPlaceholders,
-                 drawn: list[tuple[int, int, int, Box]]) -> None:
+                 drawn: list[tuple[int, int, int, Box]], background: str | None = None) -> None:
         self.builder, self.package, self.part, self.page = builder, package, part, page
+        self.background = background  # the slide's own background colour, where it sets one
         self.targets = {rel.rel_id: rel.target for rel in relationships if rel.target and package.has(rel.target)}
         self.layout = next((rel.target for rel in relationships if rel.rel_type == "slideLayout"
                             and rel.target and package.has(rel.target)), None)
@@ -114,7 +121,8 @@ class _SlideReader:
             else:
                 start = builder.length
                 if shape.name == "p:sp":
-                    _text_body(builder, self.part, shape.child("p:txBody"))
+                    _text_body(builder, self.part, shape.child("p:txBody"),
+                               background=solid_rgb(shape.child("p:spPr")) or self.background)
                 elif shape.name == "p:graphicFrame":
                     self._graphic(shape.find("a:graphic", "a:graphicData"))
                 box = self._frame(shape, to_slide) if builder.length > start else None
@@ -278,18 +286,48 @@ def _offset(shape: Element) -> tuple[int, int] | None:
         return None
 
 
-def _text_body(builder: TextBuilder, part: str, body: Element | None, separator: str = "\n") -> None:
+def _text_body(builder: TextBuilder, part: str, body: Element | None, separator: str = "\n",
+               background: str | None = None) -> None:
+    """A text body's paragraphs; ``background``: the RGB colour the text is drawn over, where known."""
     for paragraph in body.children_named("a:p") if body is not None else ():
         builder.separate(separator)
         for child in paragraph.elements():
             if child.name in ("a:r", "a:fld"):  # a field (slide number, date) shows its cached text
                 text = child.child("a:t")
-                for piece in text.children if text is not None else ():
-                    if isinstance(piece, Piece):
-                        builder.piece(piece, part)
+                with builder.hidden(run_hidden(child.child("a:rPr"), background)):
+                    for piece in text.children if text is not None else ():
+                        if isinstance(piece, Piece):
+                            builder.piece(piece, part)
             elif child.name == "a:br":
                 builder.source("\n", part, child.src_start, child.src_end, RunKind.ENTITY)
         builder.separate(separator)
+
+
+MIN_SIZE = 100  # a:rPr sz counts hundredths of a point: under 1 pt nobody reads it
+
+
+def run_hidden(properties: Element | None, background: str | None) -> HiddenReason | None:
+    """Why a reader cannot see a run: under 1 pt, or filled with the colour it is drawn over.
+    Only explicit RGB colours are compared (a theme colour is not resolved: never flagged)."""
+    if properties is None:
+        return None
+    try:
+        if int(properties.attrs.get("sz", MIN_SIZE)) < MIN_SIZE:
+            return HiddenReason.TINY
+    except ValueError:
+        pass
+    colour = solid_rgb(properties)
+    if colour is not None and colour == background:
+        return HiddenReason.BACKGROUND_COLOR
+    return None
+
+
+def solid_rgb(element: Element | None) -> str | None:
+    """The RGB colour of an element's ``a:solidFill`` (``"FFFFFF"``), if it names one."""
+    fill = element.child("a:solidFill") if element is not None else None
+    rgb = fill.child("a:srgbClr") if fill is not None else None
+    value = rgb.attrs.get("val", "").upper() if rgb is not None else ""
+    return value if len(value) == 6 else None
 
 
 def _table(builder: TextBuilder, part: str, table: Element) -> None:
