@@ -30,6 +30,9 @@ from schemas.records import Manifest
 from schemas.tables import check_schema, doc_slices, read_table, vector_count
 
 
+GROUPS_KEPT = 16  # decoded row groups a generation keeps (a few MB each at most)
+
+
 class Generation:
     """One immutable generation: manifest, tables, vectors, FAISS, the lexical table."""
 
@@ -51,6 +54,7 @@ class Generation:
         self._tables: dict[str, pa.Table] = {}
         self._slices: dict[str, dict[str, tuple[int, int]]] = {}
         self._groups: dict[str, RowGroups | None] = {}
+        self._recent: dict[tuple[str, tuple[int, ...]], pa.Table] = {}  # row groups read, least recent first
         self.row_groups_read = 0  # row groups read for one document's rows (what a citation costs)
         self._lock = threading.Lock()
         self._faiss = None
@@ -122,10 +126,18 @@ class Generation:
         return pq.ParquetFile(self._files[file_name])
 
     def _read_groups(self, name: str, picked: list[int]) -> pa.Table:
+        """Row groups of a table; the last ``GROUPS_KEPT`` read stay decoded (a document's
+        neighbours, asked for next, are often in the same group)."""
+        key = (name, tuple(picked))
         with self._lock:  # one reader of a shared mapped file at a time
-            self.row_groups_read += len(picked)
-            rows = self._reader(name).read_row_groups(picked)
-        check_schema(name, rows.schema, str(self.dir / TABLE_FILES[name]))
+            rows = self._recent.pop(key, None)
+            if rows is None:
+                self.row_groups_read += len(picked)
+                rows = self._reader(name).read_row_groups(picked)
+                check_schema(name, rows.schema, str(self.dir / TABLE_FILES[name]))
+            self._recent[key] = rows
+            while len(self._recent) > GROUPS_KEPT:
+                self._recent.pop(next(iter(self._recent)))
         return rows
 
     def vectors(self) -> np.ndarray:

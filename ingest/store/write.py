@@ -36,6 +36,8 @@ ROW_GROUP_ROWS = {"chunks": 1024, "pdf_chars": 16384, "pdf_pages": 65536, "html_
                   "html_boxes": 16384, "office_map": 16384, "office_pages": 65536, "office_cells": 65536,
                   "office_boxes": 16384, "office_render_pages": 65536, "office_shapes": 65536}
 
+DOCUMENT_ROWS = 4096  # rows per row group of the documents table
+
 # Columns written dictionary-encoded: strings that repeat from row to row. The others are
 # written plain: for an offset or a box column Parquet builds a dictionary and then drops it
 # (too many distinct values), and that costs the build several times the rows in memory (the
@@ -185,6 +187,7 @@ class GenerationWriter:
                 documents_table(documents).cast(with_metadata("documents", self.model_id, self.dim)),
                 self.gen_dir / TABLE_FILES["documents"],
                 compression="zstd",
+                row_group_size=DOCUMENT_ROWS,  # a reader of one document reads its row group alone
             )
         with _naming(self.gen_dir / FAISS_FILE), open(self.gen_dir / FAISS_FILE, "wb") as out:
             # Through Python, not faiss.write_index(path): a full disk is then an OSError with its errno.
