@@ -257,7 +257,7 @@ class Index:
     @_one_request
     def html_box_map(self, doc_id: str) -> PdfCharMap | None:
         """Character boxes of an HTML page's browser layout (``build --html-layout``); None without."""
-        return self._box_map("html_boxes", doc_id)
+        return self._box_map("html_box_map", "html_boxes", doc_id)
 
     @_one_request
     def html_source_map(self, doc_id: str) -> HtmlSourceMap:
@@ -276,9 +276,9 @@ class Index:
     @_one_request
     def office_box_map(self, doc_id: str) -> PdfCharMap | None:
         """Glyph boxes of an office document on its pages as LibreOffice rendered them; None without."""
-        return self._box_map("office_boxes", doc_id)
+        return self._box_map("office_box_map", "office_boxes", doc_id)
 
-    def _box_map(self, table: str, doc_id: str) -> PdfCharMap | None:
+    def _box_map(self, kind: str, table: str, doc_id: str) -> PdfCharMap | None:
         """A document's rows of a table in the shape of pdf_chars as a map (kept); None without rows."""
         def build() -> PdfCharMap | None:
             rows = self.generation.rows_of(table, doc_id)
@@ -286,7 +286,7 @@ class Index:
                 return None
             return PdfCharMap.from_table(rows, self.doc_text(self._require(doc_id).doc_version))
 
-        return self._kept(table, doc_id, build)
+        return self._kept(kind, doc_id, build)
 
     @_one_request
     def office_render_page(self, doc_id: str, page: int) -> PdfPage | None:
