@@ -237,7 +237,7 @@ def _print_row(r: dict) -> None:
 
 def incremental(base: np.ndarray, queries: np.ndarray, n: int) -> None:
     """Five 40-chunk documents changed in an index of ``n``: update in place vs build anew."""
-    from ingest.store.faiss_index import build_ann, id_changes, plan_index, update_ann
+    from ingest.store.faiss_index import build_ann, plan_index, update_ann
 
     plan = plan_index(n)
     started = time.perf_counter()
@@ -246,25 +246,14 @@ def incremental(base: np.ndarray, queries: np.ndarray, n: int) -> None:
     if not params.factory.startswith("IVF"):
         report(f"ann_{n}_incremental", None, f"  auto index at {n:,} is {params.factory}: rebuilt at each generation")
         return
-    # The new generation: five documents of 40 chunks replaced by 44 new chunks each, at
-    # spread-out places; every vector after a changed document shifts its id.
+    # The new generation: five documents of 40 chunks masked, 44 new chunks each added under new ids.
     rng = np.random.default_rng(3)
     starts = sorted(rng.choice(np.arange(0, n - 40, 40), 5, replace=False))
-    live_source, new_vectors, cursor = [], [], 0
+    gone = np.concatenate([np.arange(s, s + 40) for s in starts]).astype(np.int64)
     fresh = synthetic_like(base, 5 * 44, seed=4)
-    for k, s in enumerate(starts):
-        live_source.append(np.arange(cursor, s))
-        live_source.append(np.full(44, -1))
-        new_vectors.append(np.asarray(base[cursor:s]))
-        new_vectors.append(fresh[k * 44 : (k + 1) * 44])
-        cursor = s + 40
-    live_source.append(np.arange(cursor, n))
-    new_vectors.append(np.asarray(base[cursor:n]))
-    live_source = np.concatenate(live_source)
-    new_vectors = np.vstack(new_vectors)
-    changes = id_changes(live_source, n)
+    added = np.arange(n, n + len(fresh), dtype=np.int64)
     started = time.perf_counter()
-    updated, _ = update_ann(index, params, changes, new_vectors)
+    updated, _ = update_ann(index, params, gone, added, fresh, n - len(gone) + len(added))
     update_seconds = time.perf_counter() - started
     report(f"ann_{n}_incremental", {"factory": params.factory, "update_s": round(update_seconds, 2),
                                      "full_build_s": round(full_seconds, 1),

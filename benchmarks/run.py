@@ -54,6 +54,10 @@ def main() -> None:
         print("== the first resolve of a PDF quote in a fresh reader, by corpus size")
         RESULTS["reader_cost"] = reader_cost.run([int(n) for n in os.environ.get("BENCH_READER_COPIES", "1,8").split(",")])
         bench_reindex(corpus, index_dir, full_seconds, work, embedder)
+        from benchmarks import reindex_cost
+
+        print("== a one-file reindex and the first citation, by corpus size (segments)")
+        RESULTS["reindex_cost"] = reindex_cost.run()
         bench_chunk_stability()
         bench_large_text(work)
         bench_throughput(args.skip_model)

@@ -7,7 +7,7 @@
 
 __version__ = "0.1.0"  # the package's version (pyproject.toml reads it from here)
 
-__all__ = ["Index", "__version__", "open", "open_index"]
+__all__ = ["Index", "__version__", "live_frame", "live_sql", "open", "open_index"]
 
 # `index.open(DIR)` is the documented entry point. The reader (and pyarrow with it) is imported
 # when first asked for, not with the package: the `spanindex` command chooses Arrow's memory pool
@@ -20,4 +20,8 @@ def __getattr__(name: str):
         from index import reader
 
         return getattr(reader, _READER_NAMES[name])
+    if name in ("live_sql", "live_frame"):  # a table's live rows for DuckDB and Polars
+        from index import live_tables
+
+        return getattr(live_tables, name)
     raise AttributeError(f"module 'index' has no attribute {name!r}")

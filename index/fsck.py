@@ -1,4 +1,4 @@
-"""Check the live generation end to end: checksums, counts, ids, and every offset.
+"""Check the live generation end to end: checksums, segments and deletions, counts, ids, and every offset.
 
 Each fault names the file, row or document it is about. An index passes when
 the list is empty.
@@ -7,6 +7,7 @@ the list is empty.
 from __future__ import annotations
 
 import hashlib
+import json
 import zipfile
 from collections import Counter
 from dataclasses import dataclass
@@ -17,11 +18,13 @@ import numpy as np
 from index.store import Generation
 from schemas.errors import IndexFormatError
 from schemas.layout import (
+    DELETED_FILE,
     FAISS_FILE,
     GENERATION_FILES,
     LEXICAL_FILE,
+    SEGMENT_FILES,
+    SEGMENT_MANIFEST,
     TABLE_FILES,
-    VECTORS_FILE,
     IndexPaths,
     converted_suffix,
     read_current,
@@ -57,6 +60,7 @@ def fsck(root: str | Path, generation: str | None = None) -> list[Fault]:
     faults += _schemas(gen)
     if faults:
         return faults
+    faults += _segments(gen)
     faults += _counts(gen)
     faults += _documents_and_chunks(gen)
     faults += _offset_maps(gen)
@@ -66,54 +70,114 @@ def fsck(root: str | Path, generation: str | None = None) -> list[Fault]:
 
 def _checksums(gen: Generation) -> list[Fault]:
     faults = []
-    expected = gen.manifest.table_sha256
-    lexical = (LEXICAL_FILE,) if gen.manifest.lexical_tokenizer_version else ()
-    for file_name in (*GENERATION_FILES, *lexical):
-        path = gen.dir / file_name
-        if not path.is_file():
-            faults.append(Fault(f"{gen.name}/{file_name}", "missing"))
+    files = [(gen.dir, f"{gen.name}/", GENERATION_FILES, gen.manifest.table_sha256)]
+    for segment in gen.segments:
+        try:
+            recorded = json.loads((segment.dir / SEGMENT_MANIFEST).read_text(encoding="utf-8"))["table_sha256"]
+        except (OSError, ValueError, KeyError) as exc:
+            faults.append(Fault(f"segments/{segment.name}/{SEGMENT_MANIFEST}", f"unreadable: {exc}"))
             continue
-        digest = hashlib.sha256(path.read_bytes()).hexdigest()
-        if expected.get(file_name) != digest:
-            faults.append(Fault(f"{gen.name}/{file_name}", "checksum differs from the manifest"))
+        files.append((segment.dir, f"segments/{segment.name}/", SEGMENT_FILES, recorded))
+    for folder, label, names, expected in files:
+        for file_name in names:
+            path = folder / file_name
+            if not path.is_file():
+                faults.append(Fault(f"{label}{file_name}", "missing"))
+                continue
+            if expected.get(file_name) != _sha256(path):
+                faults.append(Fault(f"{label}{file_name}", "checksum differs from the manifest"))
     return faults
+
+
+def _sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
 
 
 def _schemas(gen: Generation) -> list[Fault]:
     import pyarrow.parquet as pq
 
     faults = []
-    tables = dict(TABLE_FILES, **({"lexical": LEXICAL_FILE} if gen.has_lexical else {}))
-    for table, file_name in tables.items():
+    files = [(gen.dir / LEXICAL_FILE, "lexical"), (gen.dir / DELETED_FILE, "deleted")]
+    files += [(segment.dir / file_name, table) for segment in gen.segments for table, file_name in TABLE_FILES.items()]
+    for path, table in files:
+        where = str(path.relative_to(gen.paths.root))
         try:
-            check_schema(table, pq.read_schema(gen.dir / file_name), f"{gen.name}/{file_name}")
+            check_schema(table, pq.read_schema(path), where)
         except IndexFormatError as exc:
-            faults.append(Fault(f"{gen.name}/{file_name}", str(exc)))
+            faults.append(Fault(where, str(exc)))
+    return faults
+
+
+def _segments(gen: Generation) -> list[Fault]:
+    """Each segment's vectors and vector ids are its range; each deletion masks a document its segment holds."""
+    faults = []
+    names = [s.name for s in gen.segments]
+    for name in set(gen.live.deleted) - set(names):
+        faults.append(Fault(DELETED_FILE, f"masks documents in segment {name!r}, which the generation does not read"))
+    ranges = sorted((s.ref.vector_base, s.ref.vector_base + s.ref.n_vectors, s.name) for s in gen.segments)
+    for (_, end, a), (start, _, b) in zip(ranges, ranges[1:]):
+        if start < end:
+            faults.append(Fault("manifest.json", f"segments {a} and {b} hold overlapping vector ids"))
+    if ranges and ranges[-1][1] > gen.manifest.next_vector_id:
+        faults.append(Fault("manifest.json", "next_vector_id lies inside a segment's vector ids"))
+    for segment in gen.segments:
+        where = f"segments/{segment.name}"
+        try:
+            n_vectors = segment.vectors().shape[0]
+        except IndexFormatError as exc:
+            faults.append(Fault(where, str(exc)))
+            continue
+        vector_ids = segment.table("chunks", ["vector_id"]).column("vector_id").to_numpy()
+        base = segment.ref.vector_base
+        if len(vector_ids) != n_vectors or not np.array_equal(vector_ids, np.arange(base, base + n_vectors)):
+            faults.append(Fault(f"{where}/chunks.parquet", "vector_id is not the segment's base plus the row number"))
+        doc_ids = set(segment.table("documents", ["doc_id"]).column("doc_id").to_pylist())
+        masked = gen.live.masked(segment)
+        for doc_id in sorted(masked - doc_ids)[:3]:
+            faults.append(Fault(DELETED_FILE, f"masks {doc_id!r} in segment {segment.name}, which does not hold it"))
+        if len(masked) != segment.ref.n_deleted or len(doc_ids) != segment.ref.n_documents:
+            faults.append(Fault("manifest.json", f"segment {segment.name}: document counts differ from its files"))
     return faults
 
 
 def _counts(gen: Generation) -> list[Fault]:
     faults = []
     m = gen.manifest
-    documents, chunks = gen.table("documents"), gen.table("chunks")
+    documents, chunks = gen.table("documents"), gen.table("chunks", ["doc_id", "vector_id"])
     if documents.num_rows != m.n_documents:
-        faults.append(Fault("documents.parquet", f"{documents.num_rows} rows, manifest says {m.n_documents}"))
+        faults.append(Fault("documents.parquet", f"{documents.num_rows} live rows, manifest says {m.n_documents}"))
     if chunks.num_rows != m.n_chunks:
-        faults.append(Fault("chunks.parquet", f"{chunks.num_rows} rows, manifest says {m.n_chunks}"))
+        faults.append(Fault("chunks.parquet", f"{chunks.num_rows} live rows, manifest says {m.n_chunks}"))
     declared = sum(documents.column("n_chunks").to_pylist())
     if declared != chunks.num_rows:
         faults.append(Fault("documents.parquet", f"n_chunks sums to {declared}, chunks.parquet has {chunks.num_rows}"))
-    vectors = gen.vectors()
-    if vectors.shape[0] != chunks.num_rows:
-        faults.append(Fault(VECTORS_FILE, f"{vectors.shape[0]} vectors for {chunks.num_rows} chunks"))
     faiss_index = gen.faiss()
     if faiss_index.ntotal != chunks.num_rows:
         faults.append(Fault(FAISS_FILE, f"ntotal {faiss_index.ntotal} != {chunks.num_rows} chunks"))
+    elif not np.array_equal(np.sort(_faiss_ids(faiss_index)), np.sort(chunks.column("vector_id").to_numpy())):
+        faults.append(Fault(FAISS_FILE, "its ids are not the live chunks' vector ids"))
     if faiss_index.d != m.model_dim:
         faults.append(Fault(FAISS_FILE, f"dimension {faiss_index.d}, manifest says {m.model_dim}"))
     if sorted(documents.column("doc_id").to_pylist()) != sorted(m.files):
         faults.append(Fault("manifest.json", "files do not match documents.parquet"))
     return faults
+
+
+def _faiss_ids(index) -> np.ndarray:
+    """The ids a FAISS index stores (an ``IndexIDMap2``'s table, or an inverted file's lists)."""
+    import faiss
+
+    ivf = faiss.try_extract_index_ivf(index)
+    if ivf is None:
+        return faiss.vector_to_array(index.id_map).astype(np.int64)
+    lists = ivf.invlists
+    parts = [faiss.rev_swig_ptr(lists.get_ids(i), lists.list_size(i)).copy()
+             for i in range(ivf.nlist) if lists.list_size(i)]
+    return np.concatenate(parts).astype(np.int64) if parts else np.zeros(0, dtype=np.int64)
 
 
 def _documents_and_chunks(gen: Generation) -> list[Fault]:
@@ -127,9 +191,6 @@ def _documents_and_chunks(gen: Generation) -> list[Fault]:
     for chunk_id, count in Counter(ids).items():
         if count > 1:
             faults.append(Fault("chunks.parquet", f"chunk_id {chunk_id!r} appears {count} times"))
-    vector_ids = chunks.column("vector_id").to_numpy()
-    if not np.array_equal(vector_ids, np.arange(len(vector_ids))):
-        faults.append(Fault("chunks.parquet", "vector_id is not the row number"))
     by_doc = gen.doc_slices("chunks")
     for doc in documents:
         where = f"document {doc['doc_id']}"
@@ -234,14 +295,13 @@ def _lexical(gen: Generation) -> list[Fault]:
     """The lexical table is the BM25 table of exactly these chunks, built by this tokenizer."""
     from ingest.store import TOKENIZER_VERSION, lexical_table, lexical_texts
 
-    if not gen.has_lexical:
-        return []
     where = LEXICAL_FILE
     if gen.manifest.lexical_tokenizer_version != TOKENIZER_VERSION:
         return [Fault(where, f"tokenizer version {gen.manifest.lexical_tokenizer_version}, this spanindex has {TOKENIZER_VERSION}")]
     stored = gen.lexical_table()
-    chunks = gen.table("chunks", ["doc_id", "start", "text", "n_hidden"])
-    rebuilt = lexical_table(lexical_texts(chunks.to_batches(), gen.table("hidden_text")))
+    chunks = gen.table("chunks", ["doc_id", "start", "text", "n_hidden", "vector_id"])
+    rebuilt = lexical_table(lexical_texts(chunks.to_batches(), gen.table("hidden_text")),
+                            chunks.column("vector_id").to_numpy())
     faults = []
     if stored.schema.metadata.get(META_LEXICAL) != rebuilt.schema.metadata.get(META_LEXICAL):
         faults.append(Fault(where, "settings (tokenizer, BM25 parameters, chunk count) differ from a rebuild"))

@@ -21,12 +21,13 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import numpy as np
 import pyarrow.compute as pc
 
 from ingest.corpus import CorpusFile, SkippedFile, discover
 from ingest.embed import Embedder, VectorQueue
 from ingest.run import Executor, LocalExecutor
-from ingest.store import build_ann, check_factory, id_changes, plan_index, update_ann, update_reason
+from ingest.store import build_ann, check_factory, plan_index, update_ann, update_reason
 from ingest.formats import LayoutError, LayoutStats, close_shared_browser, layout_engine
 from ingest.formats import OfficeLayoutStats, office_renderer_engine, office_renderer_unavailable
 from ingest.store import BuildLock
@@ -36,17 +37,19 @@ from ingest.text import NORMALIZER_VERSION
 from ingest.formats import PARSER_VERSION, RENDERED_TYPES, media_type_of
 from ingest.formats import Passwords
 from ingest.store import fsync_dir, publish, write_failure
-from ingest.store import collect_garbage, retire_generations
-from ingest.store import LiveGeneration, carry_over
+from ingest.store import collect_garbage, remove_unreferenced_segments, retire_generations
+from ingest.store import KnownVectors, LiveGeneration
+from ingest.store import CollectedIds, live_chunk_texts, masked_refs, plan_merge, write_merged
 from ingest.store import SPILL_FOLDER, read_spill
 from ingest.run import EMBED_TEXT, DocResult, FileJob, WorkerSettings
-from ingest.store import GenerationWriter, system_memory_pool
+from ingest.store import SegmentWriter, deleted_table, system_memory_pool, write_generation
 from schemas.ann import AUTO_FACTORY
 from schemas.embedding import Device, EmbedBackend
 from schemas.errors import CorpusError
 from schemas.layout import FAISS_FILE, IndexPaths, read_current
 from schemas.limits import MAX_DOC_CHARS, MAX_FILE_MB, MAX_PDF_PAGES
 from schemas.records import ChunkerSettings, DocStatus, Manifest, MediaType, OcrSettings
+from schemas.segments import open_segments
 from schemas.tables import FORMAT_VERSION
 
 
@@ -72,6 +75,7 @@ class BuildSettings:
     ocr: OcrSettings | None = None  # None: --ocr auto where Tesseract is installed, else none
     follow_symlinks: bool = False  # follow links whose target lies outside the corpus folder
     passwords: Passwords = Passwords()  # for encrypted PDFs, by doc_id pattern (never stored, never shown)
+    merge_all: bool = False  # merge every segment into one (spanindex compact); else the tiered policy
 
 
 @dataclass(frozen=True, slots=True)
@@ -107,6 +111,8 @@ class BuildReport:
     ann_updated: bool = False  # the live index was updated in place rather than built anew
     ann_reason: str = ""  # why it was built anew, where there was a live one
     ann_seconds: float = 0.0
+    segments: int = 0  # segments the generation reads
+    merged: int = 0  # segments this build merged into one
     ocr: str = "off"  # the OCR this build did, as the manifest records it
     ocr_pages: int = 0  # PDF pages of changed documents whose text OCR read
     seconds: float = 0.0
@@ -144,21 +150,21 @@ def build_index(
     corpus, paths = Path(corpus), IndexPaths(Path(index_dir))
     if not corpus.is_dir():  # before the index is touched: a mistyped corpus must not publish an empty index
         raise CorpusError(f"{corpus}: {'not a folder' if corpus.exists() else 'no such folder'}")
-    with _writing(paths):
+    with writing_index(paths):
         paths.root.mkdir(parents=True, exist_ok=True)
     model = resolve_model(settings.model)
     with contextlib.ExitStack() as held:
         held.enter_context(system_memory_pool())
-        with _writing(paths):
+        with writing_index(paths):
             held.enter_context(BuildLock(paths.lock, wait=settings.wait_for_lock))
-            _remove_debris(paths)
+            remove_debris(paths)
         executor = executor or held.enter_context(LocalExecutor(settings.workers))
         embedder = held.enter_context(
             executor.embedding(model, embedder, settings.embed_backend, settings.device))
         check_factory(settings.faiss_factory, embedder.dim)
         ocr, ocr_skipped = resolve_ocr(settings.ocr)  # once per build, not per file
         settings = dataclasses.replace(settings, ocr=ocr)
-        with _writing(paths):
+        with writing_index(paths):
             try:
                 report = _build_locked(corpus, paths, settings, model, executor, embedder, ocr_skipped, progress)
             finally:
@@ -170,7 +176,7 @@ def build_index(
 def _build_locked(corpus, paths, settings, model, executor, embedder, ocr_skipped, progress) -> BuildReport:
     """Write a generation beside the live one, publish it, retire old ones (the lock is held)."""
     live, full_reason = LiveGeneration.open_compatible(paths, settings, embedder, NORMALIZER_VERSION)
-    name = _next_generation_name(paths)
+    name = next_generation_name(paths)
     report = BuildReport(generation=name, executor=executor.describe(), full_reason=full_reason)
     if settings.html_layout:
         try:
@@ -184,17 +190,20 @@ def _build_locked(corpus, paths, settings, model, executor, embedder, ocr_skippe
     report.ocr = describe(settings.ocr)
     if ocr_skipped:
         report.warnings.append(ocr_skipped)
-    tmp_dir = paths.generations / f".{name}.tmp-{os.getpid()}"
-    writer = GenerationWriter(tmp_dir, embedder.model_id, embedder.dim)
+    segment_tmp = paths.segments / f".{name}.tmp-{os.getpid()}"
+    generation_tmp = paths.generations / f".{name}.tmp-{os.getpid()}"
+    paths.segments.mkdir(parents=True, exist_ok=True)
+    writer = SegmentWriter(segment_tmp, embedder.model_id, embedder.dim)
     try:
         manifest = _write_generation(corpus, paths, settings, model, executor, embedder, live, writer, report,
-                                     progress, office_skipped)
-        os.rename(tmp_dir, paths.generation(name))
+                                     progress, office_skipped, generation_tmp)
+        os.rename(generation_tmp, paths.generation(name))
         fsync_dir(paths.generations)
         publish(paths, name)
     except BaseException:
         writer.abort()
-        shutil.rmtree(tmp_dir, ignore_errors=True)
+        shutil.rmtree(segment_tmp, ignore_errors=True)
+        shutil.rmtree(generation_tmp, ignore_errors=True)
         if read_current(paths) != name:  # written but not published: it takes space and will never serve
             shutil.rmtree(paths.generation(name), ignore_errors=True)
             _give_back_space(paths, settings)
@@ -216,7 +225,7 @@ def _give_back_space(paths: IndexPaths, settings: BuildSettings) -> None:
 
 
 @contextlib.contextmanager
-def _writing(paths: IndexPaths) -> Iterator[None]:
+def writing_index(paths: IndexPaths) -> Iterator[None]:
     """An OS error while the index is written is the index's: one clear error, naming what still serves."""
     try:
         yield
@@ -239,7 +248,7 @@ def _os_reason(exc: OSError, root: Path) -> str:
 
 
 def _write_generation(corpus, paths, settings, model, executor, embedder, live, writer, report, progress,
-                      office_skipped: str = "") -> Manifest:
+                      office_skipped: str = "", generation_tmp: Path | None = None) -> Manifest:
     found = discover(corpus, follow_symlinks=settings.follow_symlinks, index_folder=paths.root)
     files, report.skipped = found.files, found.skipped
     if office_skipped and any(media_type_of(f.doc_id) in RENDERED_TYPES for f in files):  # said once
@@ -256,33 +265,52 @@ def _write_generation(corpus, paths, settings, model, executor, embedder, live, 
     if live and live.generation.manifest.office_layout != report.office_layout:
         # rendered by another LibreOffice, or not at all: office documents are parsed and rendered again
         reusable = {d: sha for d, sha in reusable.items() if media_type_of(d) not in RENDERED_TYPES}
+    next_id = live.generation.manifest.next_vector_id if live else 0
     vectors = VectorQueue(
         embedder,
         writer.add_vectors,
         settings.embed_batch,
         known=live.embed_cache if live else None,
-        known_vectors=live.vectors if live else None,
+        known_vectors=KnownVectors(live) if live else None,
+        first_id=next_id,
     )
     files_sha: dict[str, str] = {}
+    masked: dict[str, set[str]] = {name: set(docs) for name, docs in live.generation.deleted.items()} if live else {}
+    gone: list[np.ndarray] = []  # vector ids of the chunks masked in their segments: the vector index drops them
+    n_live_chunks = live.generation.manifest.n_chunks if live else 0
     corpus_root = None if settings.follow_symlinks else found.root
     # Closed on the way out: a build that stops (a full disk) does not wait for the files in flight.
-    spill_dir = writer.gen_dir / SPILL_FOLDER  # removed below; with the generation if the build fails
+    spill_dir = writer.gen_dir / SPILL_FOLDER  # removed below; with the segment if the build fails
     spill_dir.mkdir()
     results = _process_all(executor, files, corpus_root, spill_dir, paths, settings, model, reusable,
                            bool(report.html_layout), report.office_layout)
+
+    def mask(doc_id: str) -> None:  # the live rows of a changed or removed document stop being live
+        nonlocal n_live_chunks
+        segment = live.generation.live.segment_of(doc_id)
+        if segment is not None:
+            masked.setdefault(segment.name, set()).add(doc_id)
+            ids = live.chunk_ids_of(doc_id)
+            gone.append(ids)
+            n_live_chunks -= len(ids)
+
     with contextlib.closing(results):
         for done, result in enumerate(results, start=1):
             if result.unchanged:
-                record = carry_over(live, result.doc_id, writer, vectors)
+                record = live.document(result.doc_id)
                 report.unchanged += 1
+                report.chunks_reused += record.n_chunks
             else:
                 if result.write_error:
                     raise write_failure(paths, result.write_error, read_current(paths))
                 record = result.record
                 if result.doc_id in live_files:
                     report.changed += 1
+                    mask(result.doc_id)
                 else:
                     report.added += 1
+                if live:
+                    live.remember(result.doc_id, record.source_sha256)
                 for table_name, rows in result.tables.items():
                     _add_rows(table_name, rows, writer, report)
                 for table_name, path in result.spilled.items():
@@ -297,7 +325,8 @@ def _write_generation(corpus, paths, settings, model, executor, embedder, live, 
                 if result.office_layout is not None:
                     report.office += result.office_layout
                 report.worker_peak_rss_mb = max(report.worker_peak_rss_mb, result.peak_rss_kb / 1024)
-            writer.add_document(record)
+                writer.add_document(record)
+                n_live_chunks += record.n_chunks
             files_sha[record.doc_id] = record.source_sha256
             report.by_status[record.status.value] += 1
             report.chunks += record.n_chunks
@@ -311,12 +340,42 @@ def _write_generation(corpus, paths, settings, model, executor, embedder, live, 
                 progress(Progress(done, len(files), result.doc_id, "unchanged" if result.unchanged else record.status.value))
     vectors.flush()
     shutil.rmtree(writer.gen_dir / SPILL_FOLDER, ignore_errors=True)  # what results never consumed left there
-    report.removed = len(set(live_files) - set(files_sha))
-    report.chunks_embedded, report.chunks_reused = vectors.embedded, vectors.reused
+    removed = set(live_files) - set(files_sha)
+    for doc_id in sorted(removed):
+        mask(doc_id)
+    report.removed = len(removed)
+    report.chunks_embedded = vectors.embedded
+    report.chunks_reused += vectors.reused
     report.embed_seconds = vectors.seconds
 
-    writer.finish_tables()
-    faiss_index, ann, faiss_warning = _vector_index(writer.vectors_written(), settings, live, vectors, report)
+    # The new segment (unless nothing changed), then at most one merge.
+    refs = [*live.generation.manifest.segments] if live else []
+    refs = masked_refs(refs, live.generation.live if live else None, masked)
+    added_ids = np.arange(next_id, vectors.next_id, dtype=np.int64)
+    if writer.n_documents:
+        ref = writer.finish(report.generation, next_id)
+        os.rename(writer.gen_dir, paths.segment(ref.name))
+        refs.append(ref)
+    else:
+        writer.abort()
+        shutil.rmtree(writer.gen_dir, ignore_errors=True)
+    next_id = vectors.next_id
+    final = open_segments(paths.segments, refs, embedder.dim, {k: frozenset(v) for k, v in masked.items() if v})
+    to_merge = plan_merge(refs, everything=settings.merge_all)
+    if to_merge:
+        merged, merged_gone = write_merged(paths, final, to_merge, report.generation, next_id, embedder.model_id,
+                                           embedder.dim)
+        next_id += merged.n_vectors
+        report.merged = len(to_merge)
+        gone.append(merged_gone)
+        added_ids = np.concatenate([added_ids[~np.isin(added_ids, merged_gone)],
+                                    np.arange(merged.vector_base, next_id, dtype=np.int64)])
+        refs = [r for r in refs if r.name not in to_merge] + [merged]
+        masked = {k: v for k, v in masked.items() if k not in to_merge}
+        final = open_segments(paths.segments, refs, embedder.dim, {k: frozenset(v) for k, v in masked.items() if v})
+    report.segments = len(refs)
+    faiss_index, ann, faiss_warning = vector_index(final, settings.faiss_factory, live.generation if live else None,
+                                                   gone, added_ids, n_live_chunks, report)
     manifest = Manifest(
         format_version=FORMAT_VERSION,
         generation=report.generation,
@@ -333,25 +392,28 @@ def _write_generation(corpus, paths, settings, model, executor, embedder, live, 
         embed_device=str(getattr(embedder, "device", "")),
         ocr=describe(settings.ocr),
         n_documents=len(files_sha),
-        n_chunks=writer.n_rows["chunks"],
+        n_chunks=n_live_chunks,
         documents_by_status=dict(sorted(report.by_status.items())),
         files=dict(sorted(files_sha.items())),
         warnings=tuple(w for w in [faiss_warning] if w),
         html_layout=report.html_layout,
         office_layout=report.office_layout,
+        segments=tuple(refs),
+        next_vector_id=next_id,
     )
-    manifest = writer.finish(manifest, faiss_index)
-    report.lexical_seconds = writer.lexical_seconds
+    ids = CollectedIds()
+    manifest, report.lexical_seconds = write_generation(generation_tmp, manifest, deleted_table(masked), faiss_index,
+                                                        live_chunk_texts(final, ids.parts), ids)
     return manifest
 
 
-def _add_rows(table_name: str, rows, writer: GenerationWriter, report: BuildReport) -> None:
+def _add_rows(table_name: str, rows, writer: SegmentWriter, report: BuildReport) -> None:
     writer.add_rows(table_name, rows)
     if table_name == "pdf_pages":
         report.ocr_pages += int(pc.sum(rows.column("ocr")).as_py() or 0)
 
 
-def _copy_spilled(table_name: str, path, writer: GenerationWriter, vectors: VectorQueue, report: BuildReport) -> None:
+def _copy_spilled(table_name: str, path, writer: SegmentWriter, vectors: VectorQueue, report: BuildReport) -> None:
     """A table a worker spilled, copied into the generation one row group at a time."""
     for rows in read_spill(path):
         if table_name == "chunks":
@@ -361,29 +423,33 @@ def _copy_spilled(table_name: str, path, writer: GenerationWriter, vectors: Vect
             _add_rows(table_name, rows, writer, report)
 
 
-def _vector_index(vectors, settings: BuildSettings, live, queue, report: BuildReport):
-    """The FAISS index of the new generation: the live inverted file updated in place (the
-    changed documents' ids removed and added, every other id renumbered) when it can be, else
-    a new one. Returns (index, its parameters, warning)."""
+def vector_index(final, factory: str, live, gone: list[np.ndarray], added_ids: np.ndarray,
+                 n_live: int, report: BuildReport):
+    """The FAISS index of the new generation: the live one updated in place (the ids of masked and
+    merged chunks removed, the new segments' added) when it can be, else one built anew from every
+    live vector. Returns (index, its parameters, warning)."""
     started = time.perf_counter()
-    planned = plan_index(len(vectors), settings.faiss_factory)
+    planned = plan_index(n_live, factory)
     reason = "no live generation to update"
     if live is not None:
         from schemas.manifest import ann_params
 
-        current = ann_params(live.generation.manifest)
-        changes = id_changes(queue.known_sources(), len(live.vectors))
-        reason = update_reason(current, planned, changes)
+        current = ann_params(live.manifest)
+        reason = update_reason(current, planned, report.chunks_embedded)
         if not reason and current.requested != planned.requested:
             reason = f"--faiss-factory changed from {current.requested} to {planned.requested}"
         if not reason:
             import faiss
 
-            index = faiss.read_index(str(live.generation.dir / FAISS_FILE))
-            index, ann = update_ann(index, current, changes, vectors)
+            index = faiss.read_index(str(live.dir / FAISS_FILE))
+            removed = np.concatenate(gone) if gone else np.zeros(0, dtype=np.int64)
+            index, ann = update_ann(index, current, removed, added_ids, final.vectors_of(added_ids), n_live,
+                                    report.chunks_embedded)
             report.ann_factory, report.ann_updated, report.ann_seconds = ann.factory, True, time.perf_counter() - started
             return index, ann, ""
-    index, ann, warning = build_ann(vectors, planned)
+    ids = [final.live_vector_ids(segment) for segment in final.segments]
+    all_ids = np.concatenate(ids) if ids else np.zeros(0, dtype=np.int64)
+    index, ann, warning = build_ann(final.vectors_of(all_ids), planned, all_ids)
     report.ann_factory, report.ann_reason, report.ann_seconds = ann.factory, reason, time.perf_counter() - started
     return index, ann, warning
 
@@ -410,12 +476,12 @@ def _process_all(executor: Executor, files: list[CorpusFile], corpus_root: str |
     return executor.process(jobs, worker_settings, settings.doc_timeout_s or None)
 
 
-def _next_generation_name(paths: IndexPaths) -> str:
+def next_generation_name(paths: IndexPaths) -> str:
     existing = [int(p.name) for p in paths.generations.glob("[0-9]*") if p.name.isdigit()]
     return f"{max(existing, default=0) + 1:06d}"
 
 
-def _remove_debris(paths: IndexPaths) -> None:
+def remove_debris(paths: IndexPaths) -> None:
     """Folders of builds that died before publishing (we hold the lock: none is running)."""
     paths.generations.mkdir(parents=True, exist_ok=True)
     for debris in paths.generations.glob(".*.tmp-*"):
@@ -425,6 +491,9 @@ def _remove_debris(paths: IndexPaths) -> None:
     for generation in paths.generations.iterdir():
         if generation.name.isdigit() and (live is None or generation.name > live):
             shutil.rmtree(generation, ignore_errors=True)
+    for debris in paths.segments.glob(".*.tmp-*"):
+        shutil.rmtree(debris, ignore_errors=True)
+    remove_unreferenced_segments(paths)  # written by a build that never published
     for debris in paths.root.glob(".*.tmp-*"):
         debris.unlink(missing_ok=True)
     for folder in (paths.texts, paths.sources):

@@ -4,7 +4,9 @@
 INDEX/
   CURRENT                 name of the live generation, replaced atomically
   LOCK                    held by the one build running on this index
-  generations/<gen>/      one complete, immutable generation
+  segments/<seg>/         immutable rows of some documents: every table, vectors.f32, segment.json
+  generations/<gen>/      one complete, immutable generation: manifest.json (its segments),
+                          deleted.parquet (documents it masks in them), vectors.faiss, lexical.parquet
   texts/<hex>.txt         document texts by doc_version, shared by generations
   sources/<sha256>.<ext>  original files by content hash (the viewer renders them)
   sources/<sha256>.decoded.html   HTML sources as decoded: what src offsets index
@@ -43,11 +45,15 @@ TABLE_FILES = {
     "office_shapes": "office_shapes.parquet",
 }
 MANIFEST = "manifest.json"
+SEGMENT_MANIFEST = "segment.json"
 FAISS_FILE = "vectors.faiss"
-VECTORS_FILE = "vectors.f32"  # raw float32 rows by vector_id: the embedding cache of the next build
-LEXICAL_FILE = "lexical.parquet"  # BM25 postings by token; absent from generations built before it
-# Every file of a complete generation besides the manifest, in the order they are checked.
-GENERATION_FILES = (*TABLE_FILES.values(), FAISS_FILE, VECTORS_FILE)
+VECTORS_FILE = "vectors.f32"  # a segment's raw float32 rows, vector_id - its base: the next build's embedding cache
+LEXICAL_FILE = "lexical.parquet"  # BM25 postings by token
+DELETED_FILE = "deleted.parquet"  # (segment, doc_id): the documents a generation masks in its segments
+# Every file of a segment besides its manifest, in the order they are checked.
+SEGMENT_FILES = (*TABLE_FILES.values(), VECTORS_FILE)
+# Every file of a complete generation besides its manifest.
+GENERATION_FILES = (DELETED_FILE, FAISS_FILE, LEXICAL_FILE)
 
 
 @dataclass(frozen=True, slots=True)
@@ -65,6 +71,13 @@ class IndexPaths:
     @property
     def generations(self) -> Path:
         return self.root / "generations"
+
+    @property
+    def segments(self) -> Path:
+        return self.root / "segments"
+
+    def segment(self, name: str) -> Path:
+        return self.segments / name
 
     @property
     def texts(self) -> Path:

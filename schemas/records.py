@@ -429,6 +429,23 @@ class OcrSettings:
 
 
 @dataclass(frozen=True, slots=True)
+class SegmentRef:
+    """A segment a generation reads: its folder's name and the vector ids its rows hold,
+    ``vector_base`` to ``vector_base + n_vectors - 1`` (row i of its vectors is id base + i)."""
+
+    name: str
+    vector_base: int
+    n_vectors: int
+    n_documents: int  # rows of its documents table, masked ones included
+    n_deleted: int = 0  # of those, documents this generation masks (changed or removed since)
+    n_deleted_vectors: int = 0  # the chunks of those documents
+
+    @property
+    def n_live_vectors(self) -> int:
+        return self.n_vectors - self.n_deleted_vectors
+
+
+@dataclass(frozen=True, slots=True)
 class Manifest:
     """manifest.json of one generation."""
 
@@ -458,6 +475,8 @@ class Manifest:
     html_layout: str = ""  # the browser that laid HTML pages out (html_boxes), "" where none did
     office_layout: str = ""  # the LibreOffice that rendered office documents (office_boxes), "" where none did
     lexical_tokenizer_version: int = 0  # of lexical.parquet; 0: the generation has none (built before it)
+    segments: tuple[SegmentRef, ...] = ()  # oldest first; a document's live rows are in one of them
+    next_vector_id: int = 0  # the base of the next segment written: vector ids are never reused
 
 
 class SearchMode(StrEnum):

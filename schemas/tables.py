@@ -35,9 +35,9 @@ from schemas.records import (
     RunKind,
 )
 
-FORMAT_VERSION = 6  # 2: documents.source_url; 3: hidden_text, chunks.n_hidden, documents.n_hidden_chars;
+FORMAT_VERSION = 7  # 2: documents.source_url; 3: hidden_text, chunks.n_hidden, documents.n_hidden_chars;
 # 4: html_boxes, pdf_pages.ocr, pdf_chars.ocr_confidence; 5: office_map, office_pages, office_cells;
-# 6: office_boxes, office_render_pages, office_shapes
+# 6: office_boxes, office_render_pages, office_shapes; 7: segments, deleted, stable vector ids
 META_TABLE = b"spanindex.table"
 META_FORMAT = b"spanindex.format_version"
 META_MODEL = b"spanindex.model_id"
@@ -197,11 +197,15 @@ OFFICE_SHAPES = pa.schema(
 LEXICAL = pa.schema(
     [
         ("token", pa.string()),
-        ("vector_ids", pa.list_(pa.int32())),
+        ("vector_ids", pa.list_(pa.int64())),
         ("weights", pa.list_(pa.float32())),
     ]
 )
 META_LEXICAL = b"spanindex.lexical"  # JSON: tokenizer version, BM25 k1, b and method, chunk count
+
+# The documents a generation masks in its segments (ingest.store.segments): a changed or removed
+# document's rows stay in the segment that holds them until a merge drops them.
+DELETED = pa.schema([("segment", pa.string()), ("doc_id", pa.string())])
 
 HIDDEN_TEXT = pa.schema(
     [
@@ -228,6 +232,7 @@ SCHEMAS: dict[str, pa.Schema] = {
     "office_render_pages": OFFICE_RENDER_PAGES,
     "office_shapes": OFFICE_SHAPES,
     "lexical": LEXICAL,
+    "deleted": DELETED,
 }
 # Tables whose rows belong to one document each, grouped by doc_id: carried over with an
 # unchanged document, checked against its text by fsck.

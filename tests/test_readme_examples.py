@@ -89,7 +89,7 @@ def test_the_readme_examples_run(workspace, monkeypatch):
     results = json.loads((workspace / "search_results.json").read_text(encoding="utf-8"))
     assert len(results) == 3 and all(r["type"] == "search_result" for r in results)
     printed = {code: out for (_, code), out in zip(readme_examples(), outputs)}
-    tables = [out for code, out in printed.items() if "parquet" in code]
+    tables = [out for code, out in printed.items() if "index.live_" in code]
     assert len(tables) == 2 and all("pricing/rate-card.pdf" in out for out in tables)  # chunks, citations per page
     (mcp_out,) = [out for code, out in printed.items() if "from mcp import" in code]
     chunk_id, status = mcp_out.split()

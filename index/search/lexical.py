@@ -37,30 +37,40 @@ class LexicalIndex:
         self._ids = ids.values.to_numpy()
         self._weights = weights.values.to_numpy()
 
-    def scores(self, query: str) -> np.ndarray:
-        """The BM25 score of every chunk (by vector_id) for ``query``; 0 where no token matches."""
-        scores = np.zeros(self.n_chunks, dtype=np.float32)
+    def scores(self, query: str) -> tuple[np.ndarray, np.ndarray]:
+        """(vector_ids, BM25 scores) of the chunks any token of ``query`` is in, ids ascending.
+
+        Only the query's postings are touched: the cost follows the query, not the corpus.
+        """
+        ids, weights = [], []
         for token in lexical_tokens(query):
             row = self._row_of.get(token)
             if row is None:
                 continue
             first, last = self._offsets[row], self._offsets[row + 1]
-            # A token occurs once per chunk in its postings: plain indexing adds correctly.
-            scores[self._ids[first:last]] += self._weights[first:last]
-        return scores
+            ids.append(self._ids[first:last])
+            weights.append(self._weights[first:last])
+        if not ids:
+            return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float32)
+        matched, where = np.unique(np.concatenate(ids), return_inverse=True)
+        # summed in float32 in query-token order, as adding each token's weights into a dense array did
+        scores = np.zeros(len(matched), dtype=np.float32)
+        for part, w in zip(np.split(where, np.cumsum([len(i) for i in ids])[:-1]), weights):
+            scores[part] += w  # a token occurs once per chunk in its postings: plain indexing adds correctly
+        return matched.astype(np.int64), scores
 
     def top(self, query: str, k: int) -> tuple[np.ndarray, np.ndarray]:
         """(vector_ids, scores) of the ``k`` best chunks with a positive score, best first.
 
         Ties are broken by vector_id, so the order is reproducible.
         """
-        scores = self.scores(query)
-        matched = np.flatnonzero(scores > 0)
+        matched, scores = self.scores(query)
+        positive = scores > 0
+        matched, scores = matched[positive], scores[positive]
         if k <= 0 or matched.size == 0:
             return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float32)
-        order = np.lexsort((matched, -scores[matched]))[:k]
-        best = matched[order]
-        return best.astype(np.int64), scores[best]
+        order = np.lexsort((matched, -scores))[:k]
+        return matched[order], scores[order]
 
 
 def _settings(schema: pa.Schema, where: str) -> dict:

@@ -111,13 +111,14 @@ class VectorQueue:
         batch: int,
         known: dict[str, int] | None = None,
         known_vectors: np.ndarray | None = None,
+        first_id: int = 0,
     ) -> None:
         self.embedder = embedder
         self.write = write
         self.batch = batch
-        self.known = known or {}
+        self.known = known if known is not None else {}  # the same dict: a build adds to it as documents come
         self.known_vectors = known_vectors
-        self.next_id = 0
+        self.next_id = first_id  # vector ids continue the index's sequence: they are never reused
         self.embedded = 0
         self.reused = 0
         self.seconds = 0.0

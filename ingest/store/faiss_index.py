@@ -12,8 +12,9 @@ Ids in the FAISS index are ``chunks.vector_id``. An inverted file stores them it
 id table while the inverted lists keep their old positions, so every later hit would come back
 with a neighbour's id. Flat and HNSW indexes are wrapped (they cannot store ids).
 
-Vector ids are numbered afresh in each generation (row order of chunks), so an update maps the
-surviving entries' ids from the live generation's numbering to the new one in place.
+Vector ids are stable: a segment's chunks keep theirs for as long as the segment lives (a merge
+gives the merged rows new ones). So an update removes the ids of the chunks a build masked or
+merged away and adds the new segment's, and every other entry stays as it is.
 """
 
 from __future__ import annotations
@@ -102,8 +103,8 @@ def check_factory(factory: str, dim: int) -> None:
         raise SpanindexError(f"--faiss-factory {factory!r} does not build a {dim}-d index: {message}") from None
 
 
-def build_ann(vectors: np.ndarray, params: AnnParams) -> tuple[object, AnnParams, str]:
-    """An inner-product index over ``vectors`` (row i has id i), and what was built.
+def build_ann(vectors: np.ndarray, params: AnnParams, ids: np.ndarray | None = None) -> tuple[object, AnnParams, str]:
+    """An inner-product index over ``vectors`` (row i has id ``ids[i]``, else i), and what was built.
 
     An index that needs training is trained on a deterministic sample; when there are
     too few vectors to train it, a flat index is built instead and the warning says so.
@@ -130,7 +131,7 @@ def build_ann(vectors: np.ndarray, params: AnnParams) -> tuple[object, AnnParams
             trained_on = n
     index = inner if _stores_ids(inner) else faiss.IndexIDMap2(inner)
     _reserve(inner, n)
-    add_vectors(index, vectors, np.arange(n, dtype=np.int64))
+    add_vectors(index, vectors, np.arange(n, dtype=np.int64) if ids is None else np.asarray(ids, dtype=np.int64))
     built = dataclasses.replace(params, trained_on=trained_on, added_since_training=0)
     apply_search_params(index, built)
     return index, built, warning
@@ -224,79 +225,38 @@ def search_params_of(index) -> tuple[int, int]:
     return (int(ivf.nprobe) if ivf is not None else 0, int(hnsw.hnsw.efSearch) if hnsw is not None else 0)
 
 
-@dataclasses.dataclass(frozen=True, slots=True)
-class IdChanges:
-    """How one generation's vectors relate to the live one's, for an in-place index update."""
-
-    old_to_new: np.ndarray  # int64 per live vector id: its id in the new generation, -1 if gone
-    added: np.ndarray  # int64 new vector ids whose vectors are not in the live index
-
-
-def id_changes(live_source: np.ndarray, n_live: int) -> IdChanges:
-    """From ``live_source[new id]`` = the live vector id it reuses, or -1 when newly embedded.
-
-    A live vector reused by two new chunks (the same text in two documents) keeps its entry
-    for the first and is added again for the second: one index entry has one id.
-
-    >>> c = id_changes(np.array([2, -1, 0, 2]), n_live=4)
-    >>> c.old_to_new.tolist(), c.added.tolist()
-    ([2, -1, 0, -1], [1, 3])
-    """
-    live_source = np.asarray(live_source, dtype=np.int64)
-    old_to_new = np.full(n_live, -1, dtype=np.int64)
-    reused = np.flatnonzero(live_source >= 0)
-    # the first new id that reuses each live vector takes over its entry
-    sources, first = np.unique(live_source[reused], return_index=True)
-    old_to_new[sources] = reused[first]
-    claimed = np.zeros(len(live_source), dtype=bool)
-    claimed[reused[first]] = True
-    return IdChanges(old_to_new, np.flatnonzero(~claimed).astype(np.int64))
-
-
-def update_reason(live: AnnParams, planned: AnnParams, changes: IdChanges) -> str:
-    """Why the live index cannot be updated in place into the planned one ("" when it can)."""
-    if not live.factory.startswith("IVF"):
-        return f"{live.factory} is rebuilt at each generation (only an inverted file is updated in place)"
+def update_reason(live: AnnParams, planned: AnnParams, n_added: int) -> str:
+    """Why the live index cannot be updated in place into the planned one ("" when it can);
+    ``n_added``: vectors new to the index (re-added known vectors move no centroid)."""
+    if live.factory.split(",")[0].startswith("HNSW"):
+        return f"{live.factory} cannot remove vectors: rebuilt"
     if live.factory != planned.factory:
         return f"the index changes from {live.factory} to {planned.factory}"
-    churn = live.added_since_training + len(changes.added)
+    churn = live.added_since_training + n_added
     if live.trained_on and churn > RETRAIN_CHURN * live.trained_on:
         return f"{churn} vectors added since the quantizer was trained on {live.trained_on}: retrained"
     return ""
 
 
-def update_ann(index, live: AnnParams, changes: IdChanges, new_vectors: np.ndarray) -> tuple[object, AnnParams]:
-    """The live inverted file turned into the new generation's: gone ids removed, kept ids
-    renumbered, new vectors added (``new_vectors`` holds all of the new generation's rows).
+def update_ann(index, live: AnnParams, gone: np.ndarray, added_ids: np.ndarray, added_vectors: np.ndarray,
+               n_live: int, n_new: int | None = None) -> tuple[object, AnnParams]:
+    """The live index turned into the new generation's: the ``gone`` ids removed, the added ones
+    added; every other entry stays. A Flat index (``IndexIDMap2``, whose removal keeps the order
+    of what remains) and an inverted file (which stores its ids) both remove in place.
 
     The result holds exactly what a rebuild with the same trained quantizer would hold, so
     every search gives the same hits.
     """
     import faiss
 
-    ivf = faiss.extract_index_ivf(index)
-    gone = np.flatnonzero(changes.old_to_new < 0).astype(np.int64)
     if len(gone):
-        index.remove_ids(faiss.IDSelectorBatch(gone))
-    _renumber(ivf, changes.old_to_new)
-    if len(changes.added):
-        add_vectors(index, new_vectors[changes.added], changes.added)
-    if index.ntotal != len(new_vectors):
-        raise SpanindexError(f"index update left {index.ntotal} vectors for {len(new_vectors)} chunks")
-    updated = dataclasses.replace(
-        live, added_since_training=live.added_since_training + len(changes.added)
-    )
+        index.remove_ids(faiss.IDSelectorBatch(np.asarray(gone, dtype=np.int64)))
+    if len(added_ids):
+        add_vectors(index, added_vectors, np.asarray(added_ids, dtype=np.int64))
+    if index.ntotal != n_live:
+        raise SpanindexError(f"index update left {index.ntotal} vectors for {n_live} chunks")
+    trained = live.trained_on > 0
+    new = len(added_ids) if n_new is None else n_new  # vectors never in the index before
+    updated = dataclasses.replace(live, added_since_training=live.added_since_training + (new if trained else 0))
     apply_search_params(index, updated)
     return index, updated
-
-
-def _renumber(ivf, old_to_new: np.ndarray) -> None:
-    """Rewrite the ids stored in every inverted list through ``old_to_new`` (in place)."""
-    import faiss
-
-    invlists = ivf.invlists
-    for list_no in range(ivf.nlist):
-        size = invlists.list_size(list_no)
-        if size:
-            ids = faiss.rev_swig_ptr(invlists.get_ids(list_no), size)
-            ids[:] = old_to_new[ids]

@@ -157,10 +157,10 @@ def lexical_texts(chunks: Iterable[pa.RecordBatch], hidden_text: pa.Table) -> It
             yield hidden.visible_in(text, start) if hidden else text
 
 
-def lexical_table(texts: Iterable[str]) -> pa.Table:
-    """The BM25 table of ``texts`` (chunk i has vector_id i), in memory (``write_lexical``
-    streams the same rows to a file); its schema metadata holds the settings a reader checks
-    (``lexical_metadata``).
+def lexical_table(texts: Iterable[str], vector_ids: np.ndarray | list[int] | None = None) -> pa.Table:
+    """The BM25 table of ``texts`` (chunk i has vector id ``vector_ids[i]``, else i), in memory
+    (``write_lexical`` streams the same rows to a file); its schema metadata holds the settings a
+    reader checks (``lexical_metadata``).
 
     >>> table = lexical_table(["overage is billed per call", "billed monthly"])
     >>> dict(zip(table["token"].to_pylist(), table["vector_ids"].to_pylist()))["billed"]
@@ -169,7 +169,8 @@ def lexical_table(texts: Iterable[str]) -> pa.Table:
     with tempfile.TemporaryFile() as spill:
         counted = count_tokens(texts, Postings(spill))
         schema = LEXICAL.with_metadata(lexical_metadata(len(counted.chunk_lengths)))
-        return pa.Table.from_batches([b for t in weighed_tokens(counted) for b in t.to_batches()], schema)
+        ids = None if vector_ids is None else np.asarray(vector_ids, dtype=np.int64)
+        return pa.Table.from_batches([b for t in weighed_tokens(counted, vector_ids=ids) for b in t.to_batches()], schema)
 
 
 def count_tokens(texts: Iterable[str], postings: Postings) -> TokenCounts:
@@ -205,10 +206,12 @@ def chunk_postings(token_ids: np.ndarray, lengths: np.ndarray, first_chunk: int)
     return np.stack([keys >> 32, keys & 0xFFFFFFFF, counts]).astype(np.int32)
 
 
-def weighed_tokens(counted: TokenCounts, range_postings: int | None = None) -> Iterator[pa.Table]:
+def weighed_tokens(counted: TokenCounts, range_postings: int | None = None,
+                   vector_ids: np.ndarray | None = None) -> Iterator[pa.Table]:
     """The rows of the BM25 table, token ids in order, a range of about ``range_postings``
     (default ``RANGE_POSTINGS``) postings at a time (a row group): what is held is that range,
-    not the corpus's postings.
+    not the corpus's postings. Chunk i of the texts is stored as vector id ``vector_ids[i]``
+    (ascending, as the live chunks of a generation's segments are read), else i.
 
     Weights are bm25s's Lucene BM25, operation for operation (so equal to the bit): the IDF
     ``log(1 + (N - df + 0.5) / (df + 0.5))`` in float64 rounded to float32, times
@@ -236,7 +239,8 @@ def weighed_tokens(counted: TokenCounts, range_postings: int | None = None) -> I
         yield pa.table(
             [
                 pa.array(counted.tokens[first:last], pa.string()),
-                pa.ListArray.from_arrays(pa.array(offsets), pa.array(chunks)),
+                pa.ListArray.from_arrays(pa.array(offsets), pa.array(
+                    (chunks if vector_ids is None else vector_ids[chunks]).astype(np.int64))),
                 pa.ListArray.from_arrays(pa.array(offsets), pa.array(weights)),
             ],
             schema=LEXICAL,
@@ -264,16 +268,19 @@ def lexical_metadata(n_chunks: int) -> dict[bytes, bytes]:
     return {META_LEXICAL: json.dumps(settings, sort_keys=True).encode("utf-8")}
 
 
-def write_lexical(path: Path, texts: Iterable[str], model_id: str, model_dim: int) -> int:
-    """Build the BM25 table of the chunk ``texts`` (in vector_id order) and write it to
-    ``path``, a range of tokens at a time; returns the number of distinct tokens."""
+def write_lexical(path: Path, texts: Iterable[str], model_id: str, model_dim: int,
+                  vector_ids: np.ndarray | None = None) -> int:
+    """Build the BM25 table of the chunk ``texts`` and write it to ``path``, a range of tokens at
+    a time; returns the number of distinct tokens. ``vector_ids``: the texts' vector ids, in
+    their order (an array that may be filled while ``texts`` is read); None: 0, 1, 2, ..."""
     # The postings wait in an unnamed file beside the table: gone however the build ends.
     with tempfile.TemporaryFile(dir=path.parent) as spill:
         counted = count_tokens(texts, Postings(spill))
         metadata = {**with_metadata("lexical", model_id, model_dim).metadata,
                     **lexical_metadata(len(counted.chunk_lengths))}
         with pq.ParquetWriter(path, LEXICAL.with_metadata(metadata), compression="zstd", use_dictionary=False) as writer:
-            for rows in weighed_tokens(counted):
+            ids = None if vector_ids is None else np.asarray(vector_ids, dtype=np.int64)
+            for rows in weighed_tokens(counted, vector_ids=ids):
                 writer.write_table(rows)
     return len(counted.tokens)
 

@@ -1,6 +1,7 @@
 """After a new generation is live: retire old generations and unreferenced files.
 
-Texts and sources are shared by generations. One that no kept generation
+Segments, texts and sources are shared by generations. A segment that no kept generation
+names is removed (a reader that opened it has its files mapped already). One that no kept generation
 references is removed, unless --keep-texts asks to keep every text so that
 citations made against any old version can still be shown as they were.
 """
@@ -12,6 +13,7 @@ import shutil
 from ingest.store.previous import PublishedGeneration
 from schemas.errors import IndexFormatError
 from schemas.layout import IndexPaths, read_current, version_hex
+from schemas.manifest import read_manifest
 
 
 def retire_generations(paths: IndexPaths, *, keep: int = 3, keep_texts: bool = False) -> list[str]:
@@ -22,13 +24,35 @@ def retire_generations(paths: IndexPaths, *, keep: int = 3, keep_texts: bool = F
     retired = [n for n in names if n not in kept]
     for name in retired:
         shutil.rmtree(paths.generation(name), ignore_errors=True)
+    remove_unreferenced_segments(paths)
     _collect_garbage(paths, sorted(kept), keep_texts)
     return retired
+
+
+def remove_unreferenced_segments(paths: IndexPaths) -> list[str]:
+    """Remove the segments no generation on disk names (never one a kept generation reads)."""
+    if not paths.segments.is_dir():
+        return []
+    referenced: set[str] = set()
+    for generation in paths.generations.iterdir():
+        if not generation.name.isdigit():
+            continue
+        try:
+            referenced.update(ref.name for ref in read_manifest(generation).segments)
+        except IndexFormatError:
+            return []  # cannot tell what is referenced: remove nothing
+    removed = []
+    for segment in paths.segments.iterdir():
+        if not segment.name.startswith(".") and segment.name not in referenced:
+            shutil.rmtree(segment, ignore_errors=True)
+            removed.append(segment.name)
+    return removed
 
 
 def collect_garbage(paths: IndexPaths, *, keep_texts: bool = False) -> None:
     """Remove the texts and sources no kept generation references (after a build that failed)."""
     names = sorted(p.name for p in paths.generations.iterdir() if p.name.isdigit())
+    remove_unreferenced_segments(paths)
     _collect_garbage(paths, names, keep_texts)
 
 

@@ -1,26 +1,25 @@
-"""What a build takes from the live generation: unchanged documents and known embeddings.
+"""What a build takes from the live generation: which documents it holds, and known embeddings.
 
-An unchanged file (same source sha256) is carried over row for row, with new
-vector ids. A chunk whose normalised text was embedded before, by the same
-model, gets the stored vector instead of a new embedding (``ingest.embed.embedder.VectorQueue``).
+An unchanged file (same source sha256) stays where it is, in its segment. A chunk of a
+changed document whose normalised text was embedded before, by the same model, gets the
+stored vector instead of a new embedding (``ingest.embed.embedder.VectorQueue``): the
+build asks for the chunks of the document's live version, and of any live document with
+the same bytes (a moved file), as the document comes, so what it reads follows the change.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
-from ingest.embed import Embedder, VectorQueue
+from ingest.embed import Embedder
 from ingest.formats import PARSER_VERSION, describe
 from ingest.store.previous import PublishedGeneration
-from ingest.store.write import GenerationWriter
 from schemas.errors import IndexFormatError
 from schemas.layout import IndexPaths, read_current
 from schemas.records import DocStatus, DocumentRecord, OcrSettings
-from schemas.tables import DOCUMENT_MAP_TABLES, document_records
-
-MAP_TABLES = DOCUMENT_MAP_TABLES
+from schemas.tables import document_records
 
 
 @dataclass(slots=True, eq=False)
@@ -28,8 +27,9 @@ class LiveGeneration:
     generation: PublishedGeneration
     files: dict[str, str]  # doc_id -> source sha256
     failed: frozenset[str]  # doc_ids whose row is an error (a password may open one now)
-    embed_cache: dict[str, int]  # embed_sha256 -> vector_id
-    vectors: np.ndarray
+    embed_cache: dict[str, int] = field(default_factory=dict)  # embed_sha256 -> vector_id, filled by remember()
+    _by_source: dict[str, list[str]] = field(default_factory=dict)
+    _remembered: set[str] = field(default_factory=set)
 
     @classmethod
     def open_compatible(cls, paths: IndexPaths, settings, embedder: Embedder, normalizer_version: int):
@@ -59,22 +59,42 @@ class LiveGeneration:
         ]
         if differences:
             return None, f"{', '.join(differences)} changed since generation {name}: full rebuild"
-        chunks = generation.table("chunks", ["embed_sha256", "vector_id"])
-        embed_cache = dict(zip(chunks.column("embed_sha256").to_pylist(), chunks.column("vector_id").to_pylist()))
         documents = generation.table("documents", ["doc_id", "source_sha256", "status"])
         files = dict(zip(documents.column("doc_id").to_pylist(), documents.column("source_sha256").to_pylist()))
         failed = frozenset(d for d, s in zip(files, documents.column("status").to_pylist()) if s == DocStatus.ERROR)
-        return cls(generation, files, failed, embed_cache, generation.vectors()), ""
+        live = cls(generation, files, failed)
+        for doc_id, sha in files.items():
+            live._by_source.setdefault(sha, []).append(doc_id)
+        return live, ""
+
+    def remember(self, doc_id: str, source_sha256: str) -> None:
+        """Add to ``embed_cache`` the chunks of the live documents a new version of ``doc_id``
+        may share text with: its own live version, and live documents with the same bytes."""
+        for known in [doc_id, *self._by_source.get(source_sha256, ())[:1]]:
+            if known in self._remembered or known not in self.files:
+                continue
+            self._remembered.add(known)
+            chunks = self.generation.rows_of("chunks", known)
+            if chunks is not None and chunks.num_rows:
+                for key, vector_id in zip(chunks.column("embed_sha256").to_pylist(), chunks.column("vector_id").to_pylist()):
+                    self.embed_cache.setdefault(key, vector_id)
 
     def document(self, doc_id: str) -> DocumentRecord:
         return document_records(self.generation.rows_of("documents", doc_id))[0]
 
+    def chunk_ids_of(self, doc_id: str) -> np.ndarray:
+        """The vector ids of a live document's chunks (what the vector index drops when it is masked)."""
+        chunks = self.generation.rows_of("chunks", doc_id)
+        if chunks is None or not chunks.num_rows:
+            return np.zeros(0, dtype=np.int64)
+        return chunks.column("vector_id").to_numpy().astype(np.int64)
 
-def carry_over(live: LiveGeneration, doc_id: str, writer: GenerationWriter, vectors: VectorQueue) -> DocumentRecord:
-    """Copy an unchanged document's rows from the live generation."""
-    for table_name in MAP_TABLES:
-        writer.add_rows(table_name, live.generation.rows_of(table_name, doc_id))
-    chunks = live.generation.rows_of("chunks", doc_id)
-    if chunks.num_rows:
-        writer.add_rows("chunks", vectors.assign(chunks, None))
-    return live.document(doc_id)
+
+class KnownVectors:
+    """The live generation's vectors by vector id, as ``VectorQueue`` indexes them."""
+
+    def __init__(self, live: LiveGeneration) -> None:
+        self.live = live
+
+    def __getitem__(self, vector_ids) -> np.ndarray:
+        return self.live.generation.live.vectors_of(np.asarray(vector_ids, dtype=np.int64))

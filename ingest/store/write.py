@@ -1,9 +1,11 @@
-"""Write one generation: Parquet tables in row groups, vectors, FAISS, the lexical index, manifest.
+"""Write a segment (Parquet tables in row groups, vectors) and a generation over segments
+(its deletions, FAISS, the lexical index, its manifest).
 
 Rows stream in as documents are processed and leave memory in row groups, so
-a build holds one batch of rows per table, not the corpus. Nothing here is
-visible to readers until the build renames the finished folder and replaces
-CURRENT.
+a build holds one batch of rows per table, not the corpus. A build writes one
+segment of the documents that changed; the documents that did not stay where
+they are. Nothing here is visible to readers until the build renames the
+finished folders and replaces CURRENT.
 """
 
 from __future__ import annotations
@@ -21,11 +23,11 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from ingest.store.lexical import POSTINGS_BATCH, TOKENIZER_VERSION, lexical_texts, write_lexical
+from ingest.store.lexical import TOKENIZER_VERSION, write_lexical
 from ingest.store.publish import fsync_dir, fsync_file
-from schemas.layout import FAISS_FILE, GENERATION_FILES, LEXICAL_FILE, MANIFEST, TABLE_FILES, VECTORS_FILE
-from schemas.manifest import manifest_to_json
-from schemas.records import DocumentRecord, Manifest
+from schemas.layout import DELETED_FILE, FAISS_FILE, LEXICAL_FILE, MANIFEST, SEGMENT_FILES, SEGMENT_MANIFEST, TABLE_FILES, VECTORS_FILE
+from schemas.manifest import manifest_to_json, segment_to_json
+from schemas.records import DocumentRecord, Manifest, SegmentRef
 from schemas.tables import SCHEMAS, documents_table, with_metadata
 
 # Rows per row group: what a build holds of a table before writing it, and what it holds again
@@ -89,8 +91,8 @@ def return_free_heap() -> None:
 _C_LIBRARY = ctypes.CDLL(None)
 
 
-class GenerationWriter:
-    """Streams the tables of one generation into ``gen_dir`` (a folder no reader looks at)."""
+class SegmentWriter:
+    """Streams the tables and vectors of one segment into ``gen_dir`` (a folder no reader looks at)."""
 
     def __init__(self, gen_dir: Path, model_id: str, dim: int) -> None:
         self.gen_dir = gen_dir
@@ -105,6 +107,10 @@ class GenerationWriter:
         self.n_vectors = 0
         self.n_rows = {name: 0 for name in ROW_GROUP_ROWS}
         self.lexical_seconds = 0.0
+
+    @property
+    def n_documents(self) -> int:
+        return len(self._documents)
 
     def add_document(self, record: DocumentRecord) -> None:
         self._documents.append(record)
@@ -157,30 +163,15 @@ class GenerationWriter:
             )
         return self._writers[table_name]
 
-    def finish_tables(self) -> None:
-        """Close every table and the vectors, and write the lexical index of the chunks: before
-        the vector index is built, so that the two never take memory at the same time."""
-        for name in ROW_GROUP_ROWS:
-            self._flush(name)
-            with _naming(self.gen_dir / TABLE_FILES[name]):
-                self._writer(name).close()  # opens it first when no row came: an empty table
+    def finish(self, name: str, vector_base: int) -> SegmentRef:
+        """Close every table and the vectors, write the documents table and segment.json, fsync it all."""
+        for table_name in ROW_GROUP_ROWS:
+            self._flush(table_name)
+            with _naming(self.gen_dir / TABLE_FILES[table_name]):
+                self._writer(table_name).close()  # opens it first when no row came: an empty table
         with _naming(self.gen_dir / VECTORS_FILE):
             self._vectors.flush()
-            os.fsync(self._vectors.fileno())
             self._vectors.close()
-        started = time.perf_counter()
-        with _naming(self.gen_dir / LEXICAL_FILE):
-            write_lexical(self.gen_dir / LEXICAL_FILE, self._chunk_texts(), self.model_id, self.dim)
-        self.lexical_seconds = time.perf_counter() - started
-        return_free_heap()  # before the vector index is built
-
-    def finish(self, manifest: Manifest, faiss_index) -> Manifest:
-        """Write the documents table, FAISS and the manifest (and the tables, if
-        ``finish_tables`` was not called), and fsync it all."""
-        import faiss
-
-        if not self._vectors.closed:
-            self.finish_tables()
         documents = sorted(self._documents, key=lambda d: d.doc_id)
         with _naming(self.gen_dir / TABLE_FILES["documents"]):
             pq.write_table(
@@ -189,30 +180,16 @@ class GenerationWriter:
                 compression="zstd",
                 row_group_size=DOCUMENT_ROWS,  # a reader of one document reads its row group alone
             )
-        with _naming(self.gen_dir / FAISS_FILE), open(self.gen_dir / FAISS_FILE, "wb") as out:
-            # Through Python, not faiss.write_index(path): a full disk is then an OSError with its errno.
-            faiss.write_index(faiss_index, faiss.PyCallbackIOWriter(lambda block: out.write(block), 1 << 20))
-        checksums = {
-            name: file_sha256(self.gen_dir / name)
-            for name in (*GENERATION_FILES, LEXICAL_FILE)
-        }
-        manifest = dataclasses.replace(manifest, table_sha256=checksums, lexical_tokenizer_version=TOKENIZER_VERSION)
-        with _naming(self.gen_dir / MANIFEST):
-            (self.gen_dir / MANIFEST).write_text(manifest_to_json(manifest), encoding="utf-8")
-        for name in [*checksums, MANIFEST]:
-            fsync_file(self.gen_dir / name)
+        ref = SegmentRef(name, vector_base, self.n_vectors, len(documents))
+        checksums = {file_name: file_sha256(self.gen_dir / file_name) for file_name in SEGMENT_FILES}
+        with _naming(self.gen_dir / SEGMENT_MANIFEST):
+            (self.gen_dir / SEGMENT_MANIFEST).write_text(
+                segment_to_json(ref, checksums, {**self.n_rows, "documents": len(documents)}), encoding="utf-8")
+        for file_name in [*checksums, SEGMENT_MANIFEST]:
+            fsync_file(self.gen_dir / file_name)
         fsync_dir(self.gen_dir)
-        return manifest
-
-    def _chunk_texts(self):
-        """The visible text of every chunk written, in vector_id order (row order), read back by
-        row group: the lexical index is rebuilt from them, carried-over chunks included (its weights
-        depend on the whole corpus), as FAISS is rebuilt from all vectors."""
-        chunks = pq.ParquetFile(self.gen_dir / TABLE_FILES["chunks"])
-        hidden = pq.read_table(self.gen_dir / TABLE_FILES["hidden_text"])
-        # In batches of a lexical step, not Arrow's 65,536 rows: each becomes Python strings.
-        batches = chunks.iter_batches(batch_size=POSTINGS_BATCH, columns=["doc_id", "start", "text", "n_hidden"])
-        yield from lexical_texts(batches, hidden)
+        return_free_heap()
+        return ref
 
     def abort(self) -> None:
         """Close what is open, as well as a failing disk allows: the folder is removed next."""
@@ -234,6 +211,42 @@ def _naming(path: Path) -> Iterator[None]:
         raise OSError(exc.errno, exc.strerror or str(exc), str(path)) from exc
 
 
+def write_generation(gen_dir: Path, manifest: Manifest, deleted: pa.Table, faiss_index, lexical_texts,
+                     lexical_ids: np.ndarray | None = None) -> tuple[Manifest, float]:
+    """A generation's own files beside its segments: its deletions, the lexical index of its live
+    chunks (``lexical_texts``: their texts in the order of ``lexical_ids``, filled as they are read),
+    FAISS, and the manifest last; all fsynced. Returns the manifest as written and the lexical seconds."""
+    import faiss
+
+    gen_dir.mkdir(parents=True, exist_ok=False)
+    with _naming(gen_dir / DELETED_FILE):
+        pq.write_table(deleted.cast(with_metadata("deleted", manifest.model_id, manifest.model_dim)),
+                       gen_dir / DELETED_FILE, compression="zstd")
+    started = time.perf_counter()
+    with _naming(gen_dir / LEXICAL_FILE):
+        write_lexical(gen_dir / LEXICAL_FILE, lexical_texts, manifest.model_id, manifest.model_dim, lexical_ids)
+    lexical_seconds = time.perf_counter() - started
+    return_free_heap()
+    with _naming(gen_dir / FAISS_FILE), open(gen_dir / FAISS_FILE, "wb") as out:
+        # Through Python, not faiss.write_index(path): a full disk is then an OSError with its errno.
+        faiss.write_index(faiss_index, faiss.PyCallbackIOWriter(lambda block: out.write(block), 1 << 20))
+    checksums = {name: file_sha256(gen_dir / name) for name in (DELETED_FILE, LEXICAL_FILE, FAISS_FILE)}
+    manifest = dataclasses.replace(manifest, table_sha256=checksums, lexical_tokenizer_version=TOKENIZER_VERSION)
+    with _naming(gen_dir / MANIFEST):
+        (gen_dir / MANIFEST).write_text(manifest_to_json(manifest), encoding="utf-8")
+    for name in [*checksums, MANIFEST]:
+        fsync_file(gen_dir / name)
+    fsync_dir(gen_dir)
+    return manifest, lexical_seconds
+
+
+def deleted_table(masked: dict[str, set[str]]) -> pa.Table:
+    """The rows of deleted.parquet: (segment, doc_id), sorted."""
+    rows = sorted((segment, doc_id) for segment, doc_ids in masked.items() for doc_id in doc_ids)
+    return pa.table({"segment": pa.array([r[0] for r in rows], pa.string()),
+                     "doc_id": pa.array([r[1] for r in rows], pa.string())})
+
+
 def file_sha256(path: Path) -> str:
     digest = hashlib.sha256()
     with open(path, "rb") as f:
@@ -242,4 +255,4 @@ def file_sha256(path: Path) -> str:
     return digest.hexdigest()
 
 
-assert set(ROW_GROUP_ROWS) | {"documents", "lexical"} == set(SCHEMAS)
+assert set(ROW_GROUP_ROWS) | {"documents", "lexical", "deleted"} == set(SCHEMAS)

@@ -41,7 +41,7 @@ def test_every_document_chunk_and_row_reads_the_same_from_its_row_groups_as_from
     whole = open_generation(idx.paths)
     documents = document_records(whole.table("documents"))
     chunks = chunk_records(whole.table("chunks"))
-    assert len(whole.row_groups("chunks").indices) >= 20 and len(whole.row_groups("documents").indices) == N_DOCS // 4
+    assert len(whole.segments[0].row_groups("chunks").indices) >= 20 and len(whole.segments[0].row_groups("documents").indices) == N_DOCS // 4
     assert [idx.document(d.doc_id) for d in documents] == documents
     for doc in documents:
         assert idx.chunks_of(doc.doc_id) == [c for c in chunks if c.doc_id == doc.doc_id]
@@ -57,7 +57,7 @@ def test_a_citation_reads_a_few_row_groups_of_its_own_document_and_no_whole_tabl
     chunk_id = "doc23.md#tok:0"
     citation = resolve(idx, chunk_id, quote)
     assert citation.status.verified and citation.doc_id == "doc23.md"
-    groups = idx.generation.row_groups("chunks")
+    groups = idx.generation.segments[0].row_groups("chunks")
     assert idx.generation.whole_tables == ()
     # the document's row (1 group), its chunks (1 or 2 groups), its hidden text (none: 0)
     assert idx.generation.row_groups_read <= 4 < len(groups.indices)

@@ -92,7 +92,7 @@ def test_fsck_names_damaged_files_and_missing_texts(tmp_path):
     _build(corpus, idx_dir)
     assert fsck(idx_dir) == []
     gen = index.open(idx_dir).generation
-    chunks_file = gen.dir / "chunks.parquet"
+    chunks_file = gen.segments[0].dir / "chunks.parquet"
     data = bytearray(chunks_file.read_bytes())
     data[len(data) // 2] ^= 0xFF
     chunks_file.write_bytes(bytes(data))

@@ -95,7 +95,7 @@ def test_a_ray_driver_killed_mid_build_leaves_the_previous_generation_serving_an
                     break
         else:
             pytest.fail(f"the driver ended before the middle of its build (exit {driver.wait()})")
-        assert list((index_dir / "generations").glob(".*.tmp-*")), "the build is not writing a generation"
+        assert list((index_dir / "segments").glob(".*.tmp-*")), "the build is not writing a segment"
         started = descendants(driver.pid)
         driver.kill()  # SIGKILL: no cleanup of any kind
         driver.wait()
@@ -106,6 +106,7 @@ def test_a_ray_driver_killed_mid_build_leaves_the_previous_generation_serving_an
         # The next build clears the killed one's debris and publishes the edited corpus.
         report = build_index(corpus, index_dir, BuildSettings(workers=1), embedder=HashingEmbedder())
         assert not list((index_dir / "generations").glob(".*.tmp-*"))
+        assert not list((index_dir / "segments").glob(".*.tmp-*"))
         assert report.added == 1 and report.removed > 0 and fsck(index_dir) == []
         assert "docs/edit.md" in index.open(index_dir).manifest.files
     finally:

@@ -21,7 +21,7 @@ from index.cli import main
 from index.fsck import fsck
 from ingest.build import BuildSettings, build_index
 from ingest.store.lexical import lexical_metadata, lexical_table, lexical_texts, lexical_tokens
-from schemas.errors import IndexFormatError, ModelError, SpanindexError
+from schemas.errors import ModelError, SpanindexError
 from schemas.layout import LEXICAL_FILE, MANIFEST
 from schemas.manifest import manifest_to_json, read_manifest
 from schemas.records import SearchMode
@@ -133,26 +133,6 @@ def test_fsck_finds_a_lexical_table_that_is_not_of_these_chunks(sample_index_tes
     _rewrite_lexical(index_dir, lexical_table(texts))
     faults = [str(f) for f in fsck(index_dir)]
     assert any("lexical.parquet" in f and "differ" in f for f in faults), faults
-
-
-def test_a_generation_built_before_the_lexical_index_searches_dense_until_rebuilt(sample_index_test_model, tmp_path):
-    index_dir = _copy_index(sample_index_test_model, tmp_path / "idx")
-    gen_dir = _open(index_dir).generation.dir
-    (gen_dir / LEXICAL_FILE).unlink()
-    manifest = read_manifest(gen_dir)
-    sums = {k: v for k, v in manifest.table_sha256.items() if k != LEXICAL_FILE}
-    old = dataclasses.replace(manifest, table_sha256=sums, lexical_tokenizer_version=0)
-    (gen_dir / MANIFEST).write_text(manifest_to_json(old), encoding="utf-8")
-
-    idx = _open(index_dir)
-    query = DISTINCTIVE["web/faq.html"]
-    assert idx.search(query, k=3) == idx.search(query, k=3, mode="dense")
-    with pytest.raises(IndexFormatError, match="run `spanindex build` again"):
-        idx.search(query, k=3, mode="lexical")
-    assert fsck(index_dir) == []
-    build_index(SAMPLE_CORPUS, index_dir, BuildSettings(workers=1), embedder=HashingEmbedder())
-    rebuilt = _open(index_dir)
-    assert rebuilt.generation.has_lexical and rebuilt.search(query, k=1, mode="lexical")[0].doc_id == "web/faq.html"
 
 
 def test_reindex_rebuilds_the_lexical_index_with_the_corpus(tmp_path):

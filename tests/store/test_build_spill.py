@@ -13,6 +13,7 @@ import ingest.store.spill
 import ingest.run.worker
 from ingest.build import BuildSettings, build_index
 from ingest.store.write import ROW_GROUP_ROWS
+from schemas.manifest import read_manifest
 from schemas.layout import IndexPaths, read_current
 
 from conftest import SAMPLE_CORPUS
@@ -37,7 +38,8 @@ def _corpus(root):
 
 def _tables(index_dir):
     paths = IndexPaths(index_dir)
-    generation = paths.generation(read_current(paths))
+    [segment] = read_manifest(paths.generation(read_current(paths))).segments
+    generation = paths.segment(segment.name)
     tables = {p.name: pq.read_table(p) for p in sorted(generation.glob("*.parquet"))}
     vectors = (generation / "vectors.f32").read_bytes() if (generation / "vectors.f32").exists() else None
     return tables, vectors, sorted(p.name for p in generation.iterdir())

@@ -116,11 +116,12 @@ def test_a_reindex_updates_the_inverted_file_in_place_with_the_hits_of_a_rebuild
 
     opened = index.open(idx_dir, embedder=HashingEmbedder())
     updated = opened.generation.faiss()
-    vectors = np.ascontiguousarray(opened.generation.vectors())
+    ids, vectors = opened.generation.vectors()
     rebuilt = faiss.clone_index(updated)  # the same trained quantizer, filled from scratch
     rebuilt.reset()
-    rebuilt.add_with_ids(vectors, np.arange(len(vectors), dtype=np.int64))
-    changed = [c.vector_id for c in opened.chunks_of("docs/long-policy.md")]
+    rebuilt.add_with_ids(np.ascontiguousarray(vectors), ids)
+    row_of = {v: i for i, v in enumerate(ids.tolist())}
+    changed = [row_of[c.vector_id] for c in opened.chunks_of("docs/long-policy.md")]
     for nprobe in (after.nprobe, 64):
         for idx in (updated, rebuilt):
             faiss.extract_index_ivf(idx).nprobe = nprobe
@@ -131,7 +132,7 @@ def test_a_reindex_updates_the_inverted_file_in_place_with_the_hits_of_a_rebuild
     # and each changed chunk is found under its own id
     faiss.extract_index_ivf(updated).nprobe = 64
     _, top = updated.search(vectors[changed], 1)
-    assert np.mean(top[:, 0] == np.array(changed)) > 0.9
+    assert np.mean(top[:, 0] == ids[changed]) > 0.9
 
 
 def test_a_full_build_or_another_factory_builds_the_vector_index_anew(tmp_path, monkeypatch):

@@ -13,7 +13,6 @@ from ingest.store.faiss_index import (
     FLAT_MAX_VECTORS,
     apply_search_params,
     build_ann,
-    id_changes,
     plan_index,
     search_params_of,
     update_ann,
@@ -67,56 +66,54 @@ def test_search_parameters_come_from_the_manifest_not_faiss_defaults(params):
     assert search_params_of(reopened) == (params.nprobe, params.ef_search)
 
 
-def _new_generation(live: np.ndarray, changed_docs: list[tuple[int, int]], rng) -> tuple[np.ndarray, np.ndarray]:
-    """The next generation's (vectors, live source per vector): documents [a, b) replaced."""
-    vectors, source, cursor = [], [], 0
-    for a, b in sorted(changed_docs):
-        vectors.append(live[cursor:a])
-        source.append(np.arange(cursor, a))
-        fresh = clustered(int(rng.integers(1, 2 * (b - a) + 2)), seed=int(rng.integers(1 << 30)))
-        vectors.append(fresh)
-        source.append(np.full(len(fresh), -1))
-        cursor = b
-    vectors.append(live[cursor:])
-    source.append(np.arange(cursor, len(live)))
-    return np.vstack(vectors), np.concatenate(source)
+def _next_generation(n_live: int, changed_docs: list[tuple[int, int]], rng) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Documents [a, b) of ``n_live`` ids changed: (ids gone, new ids from n_live on, their vectors)."""
+    gone = np.concatenate([np.arange(a, b) for a, b in changed_docs]) if changed_docs else np.zeros(0, dtype=np.int64)
+    fresh = [clustered(int(rng.integers(1, 2 * (b - a) + 2)), seed=int(rng.integers(1 << 30))) for a, b in changed_docs]
+    vectors = np.vstack(fresh) if fresh else np.zeros((0, 32), dtype=np.float32)
+    return gone.astype(np.int64), np.arange(n_live, n_live + len(vectors), dtype=np.int64), vectors
 
 
 @settings(max_examples=examples(8))
-@given(seed=st.integers(0, 2**31 - 1), n_changed=st.integers(0, 6))
-def test_update_in_place_gives_the_hits_of_a_rebuild(seed, n_changed):
-    _check_update_matches_rebuild(seed, n_changed)
+@given(seed=st.integers(0, 2**31 - 1), n_changed=st.integers(0, 6), flat=st.booleans())
+def test_update_in_place_gives_the_hits_of_a_rebuild(seed, n_changed, flat):
+    _check_update_matches_rebuild(seed, n_changed, flat)
 
 
-def test_update_in_place_gives_the_hits_of_a_rebuild_many_documents_changed():
-    _check_update_matches_rebuild(seed=5, n_changed=60)
+@pytest.mark.parametrize("flat", [False, True])
+def test_update_in_place_gives_the_hits_of_a_rebuild_many_documents_changed(flat):
+    _check_update_matches_rebuild(seed=5, n_changed=60, flat=flat)
 
 
-def _check_update_matches_rebuild(seed: int, n_changed: int) -> None:
+def _check_update_matches_rebuild(seed: int, n_changed: int, flat: bool = False) -> None:
     rng = np.random.default_rng(seed)
     live_vectors = clustered(3000, seed)
-    index, params, _ = build_ann(live_vectors, AnnParams("IVF32,Flat", nprobe=4))
+    index, params, _ = build_ann(live_vectors, AnnParams("Flat") if flat else AnnParams("IVF32,Flat", nprobe=4))
     bounds = np.sort(rng.choice(np.arange(1, 3000), 2 * n_changed, replace=False)).reshape(-1, 2)
-    new_vectors, source = _new_generation(live_vectors, [tuple(b) for b in bounds], rng)
-    # the same text in two documents: a live vector reused twice
-    if n_changed:
-        source[-1], new_vectors[-1] = source[0], new_vectors[0]
-    changes = id_changes(source, len(live_vectors))
+    gone, added, fresh = _next_generation(len(live_vectors), [tuple(b) for b in bounds], rng)
+    kept = np.setdiff1d(np.arange(len(live_vectors)), gone)
+    all_ids = np.concatenate([kept, added])
+    all_vectors = np.vstack([live_vectors[kept], fresh])
 
-    rebuilt = faiss.clone_index(index)  # the same trained quantizer, emptied and filled anew
-    rebuilt.reset()
-    rebuilt.add_with_ids(new_vectors, np.arange(len(new_vectors), dtype=np.int64))
-    updated, updated_params = update_ann(index, params, changes, new_vectors)
+    if flat:
+        rebuilt, _, _ = build_ann(all_vectors, params, all_ids)
+    else:
+        rebuilt = faiss.clone_index(index)  # the same trained quantizer, emptied and filled anew
+        rebuilt.reset()
+        rebuilt.add_with_ids(all_vectors, all_ids)
+    updated, updated_params = update_ann(index, params, gone, added, fresh, len(all_ids))
 
-    assert updated.ntotal == rebuilt.ntotal == len(new_vectors)
-    assert updated_params.added_since_training == len(changes.added)
-    queries = np.vstack([new_vectors[source < 0][:50], clustered(50, seed + 1)])
-    for nprobe in (4, 32):  # some lists, then every list (exact)
+    assert updated.ntotal == rebuilt.ntotal == len(all_ids)
+    assert updated_params.added_since_training == (0 if flat else len(added))
+    queries = np.vstack([fresh[:50], clustered(50, seed + 1)])
+    for nprobe in ((4, 32) if not flat else (0,)):  # some lists, then every list (exact)
         for idx in (updated, rebuilt):
-            faiss.extract_index_ivf(idx).nprobe = nprobe
+            if nprobe:
+                faiss.extract_index_ivf(idx).nprobe = nprobe
         got_scores, got_ids = updated.search(queries, 10)
         want_scores, want_ids = rebuilt.search(queries, 10)
         np.testing.assert_allclose(got_scores, want_scores, rtol=0, atol=1e-5)
+        assert not np.isin(got_ids, gone).any()
         for got, want, scores in zip(got_ids, want_ids, want_scores):
             # equal up to the order of exact ties
             assert _by_score(got, scores) == _by_score(want, scores)
@@ -129,29 +126,22 @@ def _by_score(ids, scores):
     return groups
 
 
-def test_every_new_vector_is_found_under_its_new_id_after_an_update():
+def test_every_new_vector_is_found_under_its_id_after_an_update():
     live_vectors = clustered(5000, 11)
     index, params, _ = build_ann(live_vectors, AnnParams("IVF64,Flat", nprobe=64))
-    new_vectors, source = _new_generation(live_vectors, [(10, 50), (2000, 2100), (4990, 5000)], np.random.default_rng(1))
-    updated, _ = update_ann(index, params, id_changes(source, len(live_vectors)), new_vectors)
-    _, ids = updated.search(new_vectors, 1)
-    assert (ids[:, 0] == np.arange(len(new_vectors))).mean() > 0.999  # exact duplicates may swap
-
-
-def test_ids_changes_map_each_live_vector_once():
-    changes = id_changes(np.array([3, 3, -1, 0, 1]), n_live=5)
-    assert changes.old_to_new.tolist() == [3, 4, -1, 0, -1]
-    assert changes.added.tolist() == [1, 2]
+    gone, added, fresh = _next_generation(5000, [(10, 50), (2000, 2100), (4990, 5000)], np.random.default_rng(1))
+    updated, _ = update_ann(index, params, gone, added, fresh, 5000 - len(gone) + len(added))
+    _, ids = updated.search(fresh, 1)
+    assert (ids[:, 0] == added).mean() > 0.999  # exact duplicates may swap
 
 
 def test_an_index_is_retrained_when_churn_outgrows_its_centroids():
     params = AnnParams("IVF64,Flat", nprobe=8, trained_on=1000, added_since_training=400)
-    small = id_changes(np.concatenate([np.arange(1000), np.full(50, -1)]), 1000)
-    large = id_changes(np.concatenate([np.arange(1000), np.full(200, -1)]), 1000)
-    assert update_reason(params, params, small) == ""
-    assert "retrained" in update_reason(params, params, large)
-    assert "rebuilt" in update_reason(AnnParams("HNSW32", ef_search=64), AnnParams("HNSW32", ef_search=64), small)
-    assert "changes" in update_reason(params, AnnParams("IVF128,Flat", nprobe=8), small)
+    assert update_reason(params, params, 50) == ""
+    assert "retrained" in update_reason(params, params, 200)
+    assert "rebuilt" in update_reason(AnnParams("HNSW32", ef_search=64), AnnParams("HNSW32", ef_search=64), 50)
+    assert "changes" in update_reason(params, AnnParams("IVF128,Flat", nprobe=8), 50)
+    assert update_reason(AnnParams("Flat"), AnnParams("Flat"), 50) == ""
 
 
 def _resident_kb(path) -> int:

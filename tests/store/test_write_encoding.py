@@ -8,11 +8,13 @@ import pyarrow.parquet as pq
 
 from ingest.store.write import DICTIONARY_COLUMNS, ROW_GROUP_ROWS
 from schemas.layout import TABLE_FILES, IndexPaths, read_current
+from schemas.manifest import read_manifest
 
 
 def test_only_repeating_string_columns_are_dictionary_encoded(sample_index_test_model):
     paths = IndexPaths(sample_index_test_model)
-    generation = paths.generation(read_current(paths))
+    [segment] = read_manifest(paths.generation(read_current(paths))).segments
+    generation = paths.segment(segment.name)
     checked = 0
     for table_name in ROW_GROUP_ROWS:
         meta = pq.ParquetFile(generation / TABLE_FILES[table_name]).metadata

@@ -1,0 +1,149 @@
+"""What a build does with segments besides writing its own: masks documents, merges segments.
+
+A build writes the documents that changed to one new segment and masks their old rows (and
+removed documents' rows) in the segments that hold them; an unchanged document is never
+copied. Merges keep the number of segments small and the masked share bounded, Lucene's
+tiered way: segments whose live sizes lie in one power-of-ten tier are merged together once
+``SEGMENTS_PER_TIER`` of them are there, and a segment whose masked share passes
+``MAX_DELETED_SHARE`` is rewritten. A build merges at most one group (a bounded amount of
+work a time); ``spanindex compact`` merges everything into one segment. A merge copies each
+live document's rows as they are, so chunk ids, offsets, vectors and BM25 scores stay; only
+vector ids are new (those of the merged segment's range).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import os
+import shutil
+from collections.abc import Iterator
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from ingest.store.lexical import POSTINGS_BATCH, lexical_texts
+from ingest.store.write import SegmentWriter
+from schemas.records import SegmentRef
+from schemas.segments import LiveSegments, SegmentFiles
+from schemas.tables import DOCUMENT_MAP_TABLES, document_records
+
+SEGMENTS_PER_TIER = 8  # segments of one size tier merged together once this many are there
+MAX_DELETED_SHARE = 0.5  # a segment more masked than this is rewritten
+
+
+def tier_of(ref: SegmentRef) -> int:
+    """The power-of-ten tier of a segment's live size (documents).
+
+    >>> tier_of(SegmentRef("a", 0, 10, 9)), tier_of(SegmentRef("b", 0, 10, 1200, n_deleted=200))
+    (0, 3)
+    """
+    return int(math.log10(max(ref.n_documents - ref.n_deleted, 1)))
+
+
+def plan_merge(refs: list[SegmentRef], everything: bool = False) -> list[str]:
+    """The segments to merge into one now (none: []): every one with ``everything``; else the
+    smallest tier holding ``SEGMENTS_PER_TIER`` segments, or one holding a segment whose masked
+    share passes ``MAX_DELETED_SHARE`` (with the rest of its tier, so it is not left small).
+
+    >>> plan_merge([SegmentRef(str(i), 0, 1, 5) for i in range(8)])
+    ['0', '1', '2', '3', '4', '5', '6', '7']
+    >>> plan_merge([SegmentRef("big", 0, 1, 5000), SegmentRef("new", 0, 1, 3)])
+    []
+    >>> plan_merge([SegmentRef("big", 0, 1, 5000, n_deleted=3000), SegmentRef("new", 0, 1, 3)])
+    ['big']
+    """
+    if everything:
+        return [r.name for r in refs] if len(refs) > 1 or any(r.n_deleted for r in refs) else []
+    tiers: dict[int, list[SegmentRef]] = {}
+    for ref in refs:
+        tiers.setdefault(tier_of(ref), []).append(ref)
+    for tier in sorted(tiers):
+        members = tiers[tier]
+        dirty = any(r.n_deleted > MAX_DELETED_SHARE * r.n_documents for r in members)
+        if len(members) >= SEGMENTS_PER_TIER or dirty:
+            return [r.name for r in members]
+    return []
+
+
+def merge_segments(live: LiveSegments, names: list[str], writer: SegmentWriter, vector_base: int) -> np.ndarray:
+    """Copy the live documents of the segments ``names`` into ``writer``, in doc_id order, their
+    chunks given vector ids from ``vector_base`` on. Returns the merged segments' live vector ids
+    (those the vector index drops; the merged segment's replace them)."""
+    merged = [s for s in live.segments if s.name in names]
+    documents: list[tuple[str, SegmentFiles]] = []
+    for segment in merged:
+        masked = live.masked(segment)
+        doc_ids = segment.table("documents", ["doc_id"]).column("doc_id").to_pylist()
+        documents.extend((doc_id, segment) for doc_id in doc_ids if doc_id not in masked)
+    gone = [live.live_vector_ids(segment) for segment in merged]
+    next_id = vector_base
+    for doc_id, segment in sorted(documents, key=lambda d: d[0]):
+        writer.add_document(document_records(segment.rows_of("documents", doc_id))[0])
+        for table_name in DOCUMENT_MAP_TABLES:
+            writer.add_rows(table_name, segment.rows_of(table_name, doc_id))
+        chunks = segment.rows_of("chunks", doc_id)
+        if chunks.num_rows:
+            old = chunks.column("vector_id").to_numpy().astype(np.int64)
+            writer.add_vectors(segment.vectors()[old - segment.ref.vector_base])
+            ids = pa.array(np.arange(next_id, next_id + len(old), dtype=np.int64))
+            next_id += len(old)
+            writer.add_rows("chunks", chunks.set_column(chunks.schema.get_field_index("vector_id"), "vector_id", ids))
+    return np.concatenate(gone) if gone else np.zeros(0, dtype=np.int64)
+
+
+def write_merged(paths, live: LiveSegments, names: list[str], generation: str, vector_base: int, model_id: str,
+                 dim: int) -> tuple[SegmentRef, np.ndarray]:
+    """Merge the segments ``names`` into a new segment folder; (its ref, the vector ids it replaces)."""
+    name = f"{generation}-merged"
+    tmp = paths.segments / f".{name}.tmp-{os.getpid()}"
+    writer = SegmentWriter(tmp, model_id, dim)
+    try:
+        replaced = merge_segments(live, names, writer, vector_base)
+        ref = writer.finish(name, vector_base)
+        os.rename(tmp, paths.segment(name))
+    except BaseException:
+        writer.abort()
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    return ref, replaced
+
+
+def masked_refs(refs: list[SegmentRef], live: LiveSegments | None, masked: dict[str, set[str]]) -> list[SegmentRef]:
+    """``refs`` with their deletion counts as ``masked`` says (documents and their chunks)."""
+    out = []
+    for ref in refs:
+        doc_ids = masked.get(ref.name, set())
+        n_vectors = 0
+        if doc_ids and live is not None:
+            segment = next(s for s in live.segments if s.name == ref.name)
+            n_vectors = sum(document_records(segment.rows_of("documents", d))[0].n_chunks for d in doc_ids)
+        out.append(dataclasses.replace(ref, n_deleted=len(doc_ids), n_deleted_vectors=n_vectors))
+    return out
+
+
+def live_chunk_texts(live: LiveSegments, ids: list[np.ndarray]) -> Iterator[str]:
+    """What the lexical index takes of every live chunk, segment by segment in vector id order;
+    their vector ids are appended to ``ids`` as they are read."""
+    for segment, hidden in live.live_tables("hidden_text"):
+        yield from lexical_texts(_live_batches(segment, live.masked(segment), ids), hidden)
+
+
+def _live_batches(segment: SegmentFiles, masked: frozenset[str], ids: list[np.ndarray]) -> Iterator[pa.RecordBatch]:
+    for batch in segment.batches("chunks", ["doc_id", "start", "text", "n_hidden", "vector_id"], POSTINGS_BATCH):
+        if masked:
+            batch = batch.filter(pc.invert(pc.is_in(batch.column("doc_id"), pa.array(sorted(masked), pa.string()))))
+        ids.append(batch.column("vector_id").to_numpy().astype(np.int64))
+        yield batch
+
+
+class CollectedIds:
+    """The vector ids ``live_chunk_texts`` appends, as one array once the texts are read."""
+
+    def __init__(self) -> None:
+        self.parts: list[np.ndarray] = []
+
+    def __array__(self, dtype=None, copy=None):
+        joined = np.concatenate(self.parts) if self.parts else np.zeros(0, dtype=np.int64)
+        return joined.astype(dtype) if dtype is not None else joined

@@ -1,0 +1,305 @@
+"""Reading one segment's files: a document's rows by row group, a chunk by vector id, vectors.
+
+A segment is written once (``ingest.store.write``) and never changed: its tables are grouped
+by doc_id in doc_id order, so the doc_id bounds in each row group's Parquet statistics locate
+a document by binary search (``RowGroups``), and row i of its chunks table and of its vectors
+holds vector id ``vector_base + i``. The build and the reader both read segments through this
+class; which documents of a segment are live is the generation's business (its deletions).
+"""
+
+from __future__ import annotations
+
+import bisect
+import threading
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+
+from schemas.errors import IndexFormatError
+from schemas.layout import SEGMENT_FILES, TABLE_FILES, VECTORS_FILE
+from schemas.records import SegmentRef
+from schemas.tables import check_schema, doc_slices, read_table, vector_count
+
+GROUPS_KEPT = 16  # decoded row groups a segment keeps (a few MB each at most)
+
+
+class SegmentFiles:
+    """One segment, its files mapped at open: a mapping stays readable after a later build
+    retires the segment and unlinks its files, so a reader never fails half-way."""
+
+    def __init__(self, folder: Path, ref: SegmentRef, dim: int) -> None:
+        self.dir = folder
+        self.ref = ref
+        self.dim = dim
+        self._files: dict[str, pa.MemoryMappedFile] = {}
+        for file_name in SEGMENT_FILES:
+            try:
+                self._files[file_name] = pa.memory_map(str(folder / file_name))
+            except FileNotFoundError:
+                raise IndexFormatError(f"{folder / file_name}: missing") from None
+        self._tables: dict[str, pa.Table] = {}
+        self._slices: dict[str, dict[str, tuple[int, int]]] = {}
+        self._groups: dict[str, RowGroups | None] = {}
+        self._recent: dict[tuple[str, tuple[int, ...]], pa.Table] = {}  # row groups read, least recent first
+        self.row_groups_read = 0
+        self._lock = threading.Lock()
+
+    @property
+    def name(self) -> str:
+        return self.ref.name
+
+    def holds_vector(self, vector_id: int) -> bool:
+        return self.ref.vector_base <= vector_id < self.ref.vector_base + self.ref.n_vectors
+
+    def table(self, name: str, columns: list[str] | None = None) -> pa.Table:
+        """A whole table (kept), or some columns of it (not kept)."""
+        if columns is None and name in self._tables:
+            return self._tables[name]
+        file_name = TABLE_FILES[name]
+        table = read_table(self._files[file_name], name, str(self.dir / file_name), columns)
+        if columns is None:
+            with self._lock:
+                self._tables[name] = table
+        return table
+
+    @property
+    def whole_tables(self) -> tuple[str, ...]:
+        return tuple(self._tables)
+
+    def doc_slices(self, name: str) -> dict[str, tuple[int, int]]:
+        """doc_id -> (first row, row count) of a table."""
+        if name not in self._slices:
+            self._slices[name] = doc_slices(self.table(name, ["doc_id"]).column("doc_id").to_pylist())
+        return self._slices[name]
+
+    def rows_of(self, name: str, doc_id: str) -> pa.Table:
+        """One document's rows of a table: from the row groups that hold them, or from the whole
+        table where it is already read (or cannot be located by row group)."""
+        groups = None if name in self._tables else self.row_groups(name)
+        if groups is None:
+            first, count = self.doc_slices(name).get(doc_id, (0, 0))
+            return self.table(name).slice(first, count)
+        picked = groups.holding(doc_id)
+        if not picked:
+            return self._reader(name).schema_arrow.empty_table()
+        rows = self._read_groups(name, picked)
+        return rows.filter(pc.equal(rows.column("doc_id"), doc_id))
+
+    def batches(self, name: str, columns: list[str], batch_size: int):
+        """A table's rows a batch at a time (a whole segment is never held)."""
+        reader = self._reader(name)
+        check_schema(name, reader.schema_arrow, str(self.dir / TABLE_FILES[name]))
+        yield from reader.iter_batches(batch_size=batch_size, columns=columns)
+
+    def holds(self, doc_id: str) -> bool:
+        """Whether the segment has a documents row for ``doc_id`` (masked or not)."""
+        return self.rows_of("documents", doc_id).num_rows > 0
+
+    def row_at(self, name: str, row: int) -> pa.Table:
+        """Row ``row`` of a table (a chunk by vector_id - base), read from its row group alone."""
+        groups = None if name in self._tables else self.row_groups(name)
+        if groups is None:
+            return self.table(name).slice(row, 1)
+        group, first = groups.containing(row)
+        return self._read_groups(name, [group]).slice(row - first, 1)
+
+    def row_groups(self, name: str) -> RowGroups | None:
+        if name not in self._groups:
+            self._groups[name] = RowGroups.of(self._reader(name).metadata)
+        return self._groups[name]
+
+    def _reader(self, name: str) -> pq.ParquetFile:
+        return pq.ParquetFile(self._files[TABLE_FILES[name]])
+
+    def _read_groups(self, name: str, picked: list[int]) -> pa.Table:
+        """Row groups of a table; the last ``GROUPS_KEPT`` read stay decoded (a document's
+        neighbours, asked for next, are often in the same group)."""
+        key = (name, tuple(picked))
+        with self._lock:  # one reader of a shared mapped file at a time
+            rows = self._recent.pop(key, None)
+            if rows is None:
+                self.row_groups_read += len(picked)
+                rows = self._reader(name).read_row_groups(picked)
+                check_schema(name, rows.schema, str(self.dir / TABLE_FILES[name]))
+            self._recent[key] = rows
+            while len(self._recent) > GROUPS_KEPT:
+                self._recent.pop(next(iter(self._recent)))
+        return rows
+
+    def vectors(self) -> np.ndarray:
+        """The segment's vectors, row i = vector id base + i (mapped, read on touch)."""
+        mapped = self._files[VECTORS_FILE]
+        count = vector_count(mapped.size(), self.dim, str(self.dir / VECTORS_FILE))
+        if count != self.ref.n_vectors:
+            raise IndexFormatError(f"{self.dir / VECTORS_FILE}: {count} vectors, its generation says {self.ref.n_vectors}")
+        if count == 0:
+            return np.zeros((0, self.dim), dtype=np.float32)
+        return np.frombuffer(whole(mapped), dtype=np.float32).reshape(-1, self.dim)
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class RowGroups:
+    """The row groups of a table grouped by doc_id in doc_id order: each one's first row and the
+    least and greatest doc_id in it (from the Parquet statistics the writer keeps)."""
+
+    indices: list[int]  # of the non-empty row groups, in file order
+    first_rows: list[int]
+    lows: list[str]
+    highs: list[str]
+
+    @classmethod
+    def of(cls, metadata: pq.FileMetaData) -> RowGroups | None:
+        """None where a row group has no doc_id bounds or the groups are out of doc_id order."""
+        names = [metadata.schema.column(i).name for i in range(metadata.num_columns)]
+        if "doc_id" not in names:
+            return None
+        column = names.index("doc_id")
+        indices, first_rows, lows, highs, row = [], [], [], [], 0
+        for i in range(metadata.num_row_groups):
+            group = metadata.row_group(i)
+            stats = group.column(column).statistics
+            if group.num_rows and (stats is None or not stats.has_min_max):
+                return None
+            if group.num_rows:
+                low, high = stats.min, stats.max
+                if isinstance(low, bytes):
+                    low, high = low.decode("utf-8"), high.decode("utf-8")
+                if highs and low < highs[-1]:
+                    return None
+                indices.append(i)
+                first_rows.append(row)
+                lows.append(low)
+                highs.append(high)
+            row += group.num_rows
+        return cls(indices, first_rows, lows, highs)
+
+    def holding(self, doc_id: str) -> list[int]:
+        """The row groups whose doc_id bounds take in ``doc_id`` (a document may span several)."""
+        first = bisect.bisect_left(self.highs, doc_id)
+        last = bisect.bisect_right(self.lows, doc_id)
+        return [self.indices[i] for i in range(first, last)]
+
+    def containing(self, row: int) -> tuple[int, int]:
+        """The row group that holds table row ``row``, and the table row it starts at."""
+        at = bisect.bisect_right(self.first_rows, row) - 1
+        return self.indices[at], self.first_rows[at]
+
+
+_seek_lock = threading.Lock()
+
+
+def whole(mapped: pa.MemoryMappedFile) -> pa.Buffer:
+    """A whole mapped file as a zero-copy buffer."""
+    with _seek_lock:  # seek and read are two steps on a shared file object
+        mapped.seek(0)
+        return mapped.read_buffer(mapped.size())
+
+
+def read_deleted(source, where: str) -> dict[str, frozenset[str]]:
+    """deleted.parquet: segment name -> the doc_ids masked in it."""
+    table = read_table(source, "deleted", where)
+    masked: dict[str, set[str]] = {}
+    for segment, doc_id in zip(table.column("segment").to_pylist(), table.column("doc_id").to_pylist()):
+        masked.setdefault(segment, set()).add(doc_id)
+    return {segment: frozenset(doc_ids) for segment, doc_ids in masked.items()}
+
+
+class LiveSegments:
+    """The segments of one generation with its deletions applied: which segment holds a
+    document's live rows, a table's live rows, a chunk by vector id.
+
+    A live document is in exactly one segment (a build writes a changed document to its new
+    segment and masks it in the old one), so it is found by asking the segments, newest first,
+    whose deletions do not mask it; the documents table's row-group bounds answer without
+    reading rows in all but one of them.
+    """
+
+    def __init__(self, segments: list[SegmentFiles], deleted: dict[str, frozenset[str]]) -> None:
+        self.segments = segments
+        self.deleted = deleted
+        self._bases = [s.ref.vector_base for s in segments]
+        self._order = sorted(range(len(segments)), key=lambda i: self._bases[i])
+        self._located: dict[str, SegmentFiles | None] = {}
+
+    def masked(self, segment: SegmentFiles) -> frozenset[str]:
+        return self.deleted.get(segment.name, frozenset())
+
+    def segment_of(self, doc_id: str) -> SegmentFiles | None:
+        """The segment that holds ``doc_id``'s live rows, or None."""
+        if doc_id in self._located:
+            return self._located[doc_id]
+        found = None
+        for segment in reversed(self.segments):
+            if doc_id not in self.masked(segment) and segment.holds(doc_id):
+                found = segment
+                break
+        if len(self._located) >= 65_536:
+            self._located.clear()
+        self._located[doc_id] = found
+        return found
+
+    def rows_of(self, name: str, doc_id: str) -> pa.Table | None:
+        """One live document's rows of a table; None when no segment holds it."""
+        segment = self.segment_of(doc_id)
+        return None if segment is None else segment.rows_of(name, doc_id)
+
+    def segment_of_vector(self, vector_id: int) -> SegmentFiles:
+        at = bisect.bisect_right([self._bases[i] for i in self._order], vector_id) - 1
+        segment = self.segments[self._order[at]] if at >= 0 else None
+        if segment is None or not segment.holds_vector(vector_id):
+            raise IndexFormatError(f"vector id {vector_id}: no segment holds it")
+        return segment
+
+    def row_at_vector(self, name: str, vector_id: int) -> pa.Table:
+        segment = self.segment_of_vector(vector_id)
+        return segment.row_at(name, vector_id - segment.ref.vector_base)
+
+    def live_tables(self, name: str, columns: list[str] | None = None):
+        """(segment, its live rows of a table), segment by segment, oldest first."""
+        for segment in self.segments:
+            masked = self.masked(segment)
+            wanted = columns if columns is None or "doc_id" in columns or not masked else [*columns, "doc_id"]
+            table = segment.table(name, wanted)
+            if masked:
+                table = table.filter(pc.invert(pc.is_in(table.column("doc_id"), pa.array(sorted(masked), pa.string()))))
+                if columns is not None and wanted is not columns:
+                    table = table.select(columns)
+            yield segment, table
+
+    def live_vector_ids(self, segment: SegmentFiles) -> np.ndarray:
+        """The vector ids of a segment's live chunks (its masked documents' left out)."""
+        masked = self.masked(segment)
+        base, n = segment.ref.vector_base, segment.ref.n_vectors
+        if not masked:
+            return np.arange(base, base + n, dtype=np.int64)
+        chunks = segment.table("chunks", ["doc_id", "vector_id"])
+        keep = pc.invert(pc.is_in(chunks.column("doc_id"), pa.array(sorted(masked), pa.string())))
+        return chunks.column("vector_id").filter(keep).to_numpy().astype(np.int64)
+
+    def vectors_of(self, vector_ids: np.ndarray) -> np.ndarray:
+        """The vectors of ``vector_ids`` (any segments, any order), as one (n, dim) array."""
+        vector_ids = np.asarray(vector_ids, dtype=np.int64)
+        dim = self.segments[0].dim if self.segments else 0
+        out = np.empty((len(vector_ids), dim), dtype=np.float32)
+        for segment in self.segments:
+            base, n = segment.ref.vector_base, segment.ref.n_vectors
+            inside = (vector_ids >= base) & (vector_ids < base + n)
+            if inside.any():
+                out[inside] = segment.vectors()[vector_ids[inside] - base]
+        return out
+
+    @property
+    def row_groups_read(self) -> int:
+        return sum(s.row_groups_read for s in self.segments)
+
+    @property
+    def whole_tables(self) -> tuple[str, ...]:
+        return tuple(dict.fromkeys(name for s in self.segments for name in s.whole_tables))
+
+
+def open_segments(segments_dir: Path, refs, dim: int, deleted: dict[str, frozenset[str]]) -> LiveSegments:
+    return LiveSegments([SegmentFiles(segments_dir / ref.name, ref, dim) for ref in refs], deleted)
