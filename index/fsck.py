@@ -101,8 +101,9 @@ def _schemas(gen: Generation) -> list[Fault]:
     import pyarrow.parquet as pq
 
     faults = []
-    files = [(gen.dir / LEXICAL_FILE, "lexical"), (gen.dir / DELETED_FILE, "deleted")]
-    files += [(segment.dir / file_name, table) for segment in gen.segments for table, file_name in TABLE_FILES.items()]
+    files = [(gen.dir / DELETED_FILE, "deleted")]
+    files += [(segment.dir / file_name, table) for segment in gen.segments
+              for table, file_name in {**TABLE_FILES, "lexical": LEXICAL_FILE}.items()]
     for path, table in files:
         where = str(path.relative_to(gen.paths.root))
         try:
@@ -292,26 +293,35 @@ def _text(gen: Generation, doc_version: str) -> str | None:
 
 
 def _lexical(gen: Generation) -> list[Fault]:
-    """The lexical table is the BM25 table of exactly these chunks, built by this tokenizer."""
-    from ingest.store import TOKENIZER_VERSION, lexical_table, lexical_texts
+    """Each segment's postings are those of exactly its chunks, built by this tokenizer, and the
+    generation's BM25 statistics (chunk and token counts) are those of its live chunks."""
+    from ingest.store import TOKENIZER_VERSION, lexical_table, lexical_texts, lexical_tokens
 
-    where = LEXICAL_FILE
     if gen.manifest.lexical_tokenizer_version != TOKENIZER_VERSION:
-        return [Fault(where, f"tokenizer version {gen.manifest.lexical_tokenizer_version}, this spanindex has {TOKENIZER_VERSION}")]
-    stored = gen.lexical_table()
-    chunks = gen.table("chunks", ["doc_id", "start", "text", "n_hidden", "vector_id"])
-    rebuilt = lexical_table(lexical_texts(chunks.to_batches(), gen.table("hidden_text")),
-                            chunks.column("vector_id").to_numpy())
+        return [Fault(LEXICAL_FILE, f"tokenizer version {gen.manifest.lexical_tokenizer_version}, this spanindex has {TOKENIZER_VERSION}")]
     faults = []
-    if stored.schema.metadata.get(META_LEXICAL) != rebuilt.schema.metadata.get(META_LEXICAL):
-        faults.append(Fault(where, "settings (tokenizer, BM25 parameters, chunk count) differ from a rebuild"))
-    if stored.column("token").to_pylist() != rebuilt.column("token").to_pylist():
-        return faults + [Fault(where, "tokens differ from the tokens of the chunks' texts")]
-    if stored.column("vector_ids").to_pylist() != rebuilt.column("vector_ids").to_pylist():
-        faults.append(Fault(where, "postings (which chunks hold which token) differ from the chunks' texts"))
-    else:
-        stored_weights = stored.column("weights").combine_chunks().values.to_numpy()
-        rebuilt_weights = rebuilt.column("weights").combine_chunks().values.to_numpy()
-        if not np.allclose(stored_weights, rebuilt_weights, rtol=1e-5):
-            faults.append(Fault(where, "BM25 weights differ from a rebuild"))
+    for segment in gen.segments:
+        where = f"segments/{segment.name}/{LEXICAL_FILE}"
+        stored = segment.lexical_table()
+        chunks = segment.table("chunks", ["doc_id", "start", "text", "n_hidden", "vector_id"])
+        rebuilt = lexical_table(lexical_texts(chunks.to_batches(), segment.table("hidden_text")),
+                                chunks.column("vector_id").to_numpy())
+        if stored.schema.metadata.get(META_LEXICAL) != rebuilt.schema.metadata.get(META_LEXICAL):
+            faults.append(Fault(where, "settings (tokenizer, BM25 parameters, chunk and token counts) differ from a rebuild"))
+        elif json.loads(stored.schema.metadata[META_LEXICAL])["n_tokens"] != segment.ref.n_tokens:
+            faults.append(Fault("manifest.json", f"segment {segment.name}: n_tokens differs from its postings"))
+        if stored.column("token").to_pylist() != rebuilt.column("token").to_pylist():
+            faults.append(Fault(where, "tokens differ from the tokens of the chunks' texts"))
+        elif any(stored.column(c).to_pylist() != rebuilt.column(c).to_pylist() for c in ("vector_ids", "counts", "lengths")):
+            faults.append(Fault(where, "postings (which chunks hold which token, how often) differ from the chunks' texts"))
+        masked = gen.live.deleted.get(segment.name, {})
+        if masked:
+            hidden = segment.table("hidden_text")
+            for doc_id, m in masked.items():
+                rows = segment.rows_of("chunks", doc_id)
+                texts = lexical_texts(rows.select(["doc_id", "start", "text", "n_hidden"]).to_batches(), hidden)
+                ids = rows.column("vector_id").to_pylist()
+                if (sum(len(lexical_tokens(t)) for t in texts) != m.n_tokens or len(ids) != m.n_vectors
+                        or (ids and ids[0] != m.first_vector_id)):
+                    faults.append(Fault(DELETED_FILE, f"{doc_id} in {segment.name}: its vector ids or token count differ from its rows"))
     return faults

@@ -399,10 +399,9 @@ class Index:
         if self._lexical is None:
             from index.search.lexical import LexicalIndex
 
-            lexical = LexicalIndex(self.generation.lexical_table(), str(self.generation.dir))
-            if lexical.n_chunks != self.n_chunks:
-                raise IndexFormatError(f"{self.generation.dir}: lexical index of {lexical.n_chunks} chunks, the generation has {self.n_chunks}")
-            self._lexical = lexical
+            generation = self.generation
+            parts = [(segment.lexical_table(), generation.live.dead_vector_ids(segment)) for segment in generation.segments]
+            self._lexical = LexicalIndex(parts, self.n_chunks, generation.live.live_tokens, str(generation.dir))
         return self._lexical
 
     @_one_request

@@ -19,16 +19,16 @@ import numpy as np
 import pyarrow as pa
 
 from schemas.errors import IndexFormatError
-from schemas.layout import DELETED_FILE, FAISS_FILE, GENERATION_FILES, LEXICAL_FILE, IndexPaths, read_current
+from schemas.layout import DELETED_FILE, FAISS_FILE, GENERATION_FILES, IndexPaths, read_current
 from schemas.manifest import ann_params, read_manifest
 from schemas.records import Manifest
 from schemas.segments import RowGroups, SegmentFiles, open_segments, read_deleted, whole  # noqa: F401 - RowGroups
-from schemas.tables import doc_slices, read_table, with_metadata
+from schemas.tables import doc_slices, with_metadata
 
 
 class Generation:
-    """One immutable generation: its manifest, its segments with its deletions applied, FAISS,
-    the lexical table. Opening it maps files and reads metadata; rows are read on first use."""
+    """One immutable generation: its manifest, its segments (tables, vectors, BM25 postings) with its
+    deletions applied, FAISS. Opening it maps files and reads metadata; rows are read on first use."""
 
     def __init__(self, paths: IndexPaths, name: str) -> None:
         self.paths = paths
@@ -78,10 +78,6 @@ class Generation:
     @property
     def has_lexical(self) -> bool:
         return True
-
-    def lexical_table(self) -> pa.Table:
-        """The BM25 postings (``schemas.tables.LEXICAL``)."""
-        return read_table(self._files[LEXICAL_FILE], "lexical", str(self.dir / LEXICAL_FILE))
 
     def doc_slices(self, name: str) -> dict[str, tuple[int, int]]:
         """doc_id -> (first row, row count) of ``table(name)``, the live rows grouped by document."""

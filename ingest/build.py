@@ -39,7 +39,7 @@ from ingest.formats import Passwords
 from ingest.store import fsync_dir, publish, write_failure
 from ingest.store import collect_garbage, remove_unreferenced_segments, retire_generations
 from ingest.store import KnownVectors, LiveGeneration
-from ingest.store import CollectedIds, live_chunk_texts, masked_refs, plan_merge, write_merged
+from ingest.store import masked_refs, plan_merge, write_merged
 from ingest.store import SPILL_FOLDER, read_spill
 from ingest.run import EMBED_TEXT, DocResult, FileJob, WorkerSettings
 from ingest.store import SegmentWriter, deleted_table, system_memory_pool, write_generation
@@ -49,7 +49,7 @@ from schemas.errors import CorpusError
 from schemas.layout import FAISS_FILE, IndexPaths, read_current
 from schemas.limits import MAX_DOC_CHARS, MAX_FILE_MB, MAX_PDF_PAGES
 from schemas.records import ChunkerSettings, DocStatus, Manifest, MediaType, OcrSettings
-from schemas.segments import open_segments
+from schemas.segments import Deletions, open_segments
 from schemas.tables import FORMAT_VERSION
 
 
@@ -275,7 +275,7 @@ def _write_generation(corpus, paths, settings, model, executor, embedder, live, 
         first_id=next_id,
     )
     files_sha: dict[str, str] = {}
-    masked: dict[str, set[str]] = {name: set(docs) for name, docs in live.generation.deleted.items()} if live else {}
+    masked: Deletions = {name: dict(docs) for name, docs in live.generation.deleted.items()} if live else {}
     gone: list[np.ndarray] = []  # vector ids of the chunks masked in their segments: the vector index drops them
     n_live_chunks = live.generation.manifest.n_chunks if live else 0
     corpus_root = None if settings.follow_symlinks else found.root
@@ -287,12 +287,11 @@ def _write_generation(corpus, paths, settings, model, executor, embedder, live, 
 
     def mask(doc_id: str) -> None:  # the live rows of a changed or removed document stop being live
         nonlocal n_live_chunks
-        segment = live.generation.live.segment_of(doc_id)
-        if segment is not None:
-            masked.setdefault(segment.name, set()).add(doc_id)
-            ids = live.chunk_ids_of(doc_id)
-            gone.append(ids)
-            n_live_chunks -= len(ids)
+        old = live.masked_document(doc_id)
+        if old is not None:
+            masked.setdefault(old.segment, {})[doc_id] = old
+            gone.append(np.arange(old.first_vector_id, old.first_vector_id + old.n_vectors, dtype=np.int64))
+            n_live_chunks -= old.n_vectors
 
     with contextlib.closing(results):
         for done, result in enumerate(results, start=1):
@@ -350,17 +349,18 @@ def _write_generation(corpus, paths, settings, model, executor, embedder, live, 
 
     # The new segment (unless nothing changed), then at most one merge.
     refs = [*live.generation.manifest.segments] if live else []
-    refs = masked_refs(refs, live.generation.live if live else None, masked)
+    refs = masked_refs(refs, masked)
     added_ids = np.arange(next_id, vectors.next_id, dtype=np.int64)
     if writer.n_documents:
         ref = writer.finish(report.generation, next_id)
+        report.lexical_seconds += writer.lexical_seconds
         os.rename(writer.gen_dir, paths.segment(ref.name))
         refs.append(ref)
     else:
         writer.abort()
         shutil.rmtree(writer.gen_dir, ignore_errors=True)
     next_id = vectors.next_id
-    final = open_segments(paths.segments, refs, embedder.dim, {k: frozenset(v) for k, v in masked.items() if v})
+    final = open_segments(paths.segments, refs, embedder.dim, masked)
     to_merge = plan_merge(refs, everything=settings.merge_all)
     if to_merge:
         merged, merged_gone = write_merged(paths, final, to_merge, report.generation, next_id, embedder.model_id,
@@ -372,7 +372,7 @@ def _write_generation(corpus, paths, settings, model, executor, embedder, live, 
                                     np.arange(merged.vector_base, next_id, dtype=np.int64)])
         refs = [r for r in refs if r.name not in to_merge] + [merged]
         masked = {k: v for k, v in masked.items() if k not in to_merge}
-        final = open_segments(paths.segments, refs, embedder.dim, {k: frozenset(v) for k, v in masked.items() if v})
+        final = open_segments(paths.segments, refs, embedder.dim, masked)
     report.segments = len(refs)
     faiss_index, ann, faiss_warning = vector_index(final, settings.faiss_factory, live.generation if live else None,
                                                    gone, added_ids, n_live_chunks, report)
@@ -401,10 +401,8 @@ def _write_generation(corpus, paths, settings, model, executor, embedder, live, 
         segments=tuple(refs),
         next_vector_id=next_id,
     )
-    ids = CollectedIds()
-    manifest, report.lexical_seconds = write_generation(generation_tmp, manifest, deleted_table(masked), faiss_index,
-                                                        live_chunk_texts(final, ids.parts), ids)
-    return manifest
+    return write_generation(generation_tmp, manifest, deleted_table(m for docs in masked.values() for m in docs.values()),
+                            faiss_index)
 
 
 def _add_rows(table_name: str, rows, writer: SegmentWriter, report: BuildReport) -> None:

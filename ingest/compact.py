@@ -18,7 +18,7 @@ from pathlib import Path
 import numpy as np
 
 from ingest.build import BuildReport, vector_index, next_generation_name, remove_debris, writing_index
-from ingest.store import BuildLock, CollectedIds, deleted_table, fsync_dir, live_chunk_texts, plan_merge, publish
+from ingest.store import BuildLock, deleted_table, fsync_dir, plan_merge, publish
 from ingest.store import retire_generations, write_generation, write_merged
 from ingest.store import PublishedGeneration
 from schemas.errors import IndexFormatError
@@ -63,8 +63,7 @@ def compact_index(index_dir: str | Path, *, keep_generations: int = 3, wait_for_
                 m, generation=name, created_at=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), segments=tuple(refs),
                 next_vector_id=merged.vector_base + merged.n_vectors, faiss_factory=ann.factory, ann=ann,
                 warnings=tuple(w for w in [warning] if w))
-            ids = CollectedIds()
-            write_generation(generation_tmp, manifest, deleted_table({}), faiss_index, live_chunk_texts(final, ids.parts), ids)
+            write_generation(generation_tmp, manifest, deleted_table([]), faiss_index)
             os.rename(generation_tmp, paths.generation(name))
             fsync_dir(paths.generations)
             publish(paths, name)

@@ -48,12 +48,12 @@ MANIFEST = "manifest.json"
 SEGMENT_MANIFEST = "segment.json"
 FAISS_FILE = "vectors.faiss"
 VECTORS_FILE = "vectors.f32"  # a segment's raw float32 rows, vector_id - its base: the next build's embedding cache
-LEXICAL_FILE = "lexical.parquet"  # BM25 postings by token
+LEXICAL_FILE = "lexical.parquet"  # a segment's BM25 postings by token (counts and lengths, not weights)
 DELETED_FILE = "deleted.parquet"  # (segment, doc_id): the documents a generation masks in its segments
 # Every file of a segment besides its manifest, in the order they are checked.
-SEGMENT_FILES = (*TABLE_FILES.values(), VECTORS_FILE)
+SEGMENT_FILES = (*TABLE_FILES.values(), VECTORS_FILE, LEXICAL_FILE)
 # Every file of a complete generation besides its manifest.
-GENERATION_FILES = (DELETED_FILE, FAISS_FILE, LEXICAL_FILE)
+GENERATION_FILES = (DELETED_FILE, FAISS_FILE)
 
 
 @dataclass(frozen=True, slots=True)

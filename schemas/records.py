@@ -439,10 +439,22 @@ class SegmentRef:
     n_documents: int  # rows of its documents table, masked ones included
     n_deleted: int = 0  # of those, documents this generation masks (changed or removed since)
     n_deleted_vectors: int = 0  # the chunks of those documents
+    n_tokens: int = 0  # BM25 tokens in all its chunks (masked ones included): the mean chunk length's share
 
     @property
     def n_live_vectors(self) -> int:
         return self.n_vectors - self.n_deleted_vectors
+
+
+@dataclass(frozen=True, slots=True)
+class MaskedDocument:
+    """A row of deleted.parquet: a document's rows in a segment that a generation no longer serves."""
+
+    segment: str
+    doc_id: str
+    first_vector_id: int  # its chunks' vector ids: first_vector_id .. + n_vectors - 1
+    n_vectors: int
+    n_tokens: int  # their BM25 lengths summed
 
 
 @dataclass(frozen=True, slots=True)

@@ -20,11 +20,13 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from schemas.errors import IndexFormatError
-from schemas.layout import SEGMENT_FILES, TABLE_FILES, VECTORS_FILE
-from schemas.records import SegmentRef
+from schemas.layout import LEXICAL_FILE, SEGMENT_FILES, TABLE_FILES, VECTORS_FILE
+from schemas.records import MaskedDocument, SegmentRef
 from schemas.tables import check_schema, doc_slices, read_table, vector_count
 
 GROUPS_KEPT = 16  # decoded row groups a segment keeps (a few MB each at most)
+
+Deletions = dict[str, dict[str, MaskedDocument]]  # segment -> doc_id -> its masked rows
 
 
 class SegmentFiles:
@@ -94,6 +96,10 @@ class SegmentFiles:
         reader = self._reader(name)
         check_schema(name, reader.schema_arrow, str(self.dir / TABLE_FILES[name]))
         yield from reader.iter_batches(batch_size=batch_size, columns=columns)
+
+    def lexical_table(self) -> pa.Table:
+        """The segment's BM25 postings (``schemas.tables.LEXICAL``)."""
+        return read_table(self._files[LEXICAL_FILE], "lexical", str(self.dir / LEXICAL_FILE))
 
     def holds(self, doc_id: str) -> bool:
         """Whether the segment has a documents row for ``doc_id`` (masked or not)."""
@@ -199,13 +205,12 @@ def whole(mapped: pa.MemoryMappedFile) -> pa.Buffer:
         return mapped.read_buffer(mapped.size())
 
 
-def read_deleted(source, where: str) -> dict[str, frozenset[str]]:
-    """deleted.parquet: segment name -> the doc_ids masked in it."""
-    table = read_table(source, "deleted", where)
-    masked: dict[str, set[str]] = {}
-    for segment, doc_id in zip(table.column("segment").to_pylist(), table.column("doc_id").to_pylist()):
-        masked.setdefault(segment, set()).add(doc_id)
-    return {segment: frozenset(doc_ids) for segment, doc_ids in masked.items()}
+def read_deleted(source, where: str) -> Deletions:
+    """deleted.parquet: segment name -> doc_id -> what is masked of it there."""
+    deleted: Deletions = {}
+    for row in read_table(source, "deleted", where).to_pylist():
+        deleted.setdefault(row["segment"], {})[row["doc_id"]] = MaskedDocument(**row)
+    return deleted
 
 
 class LiveSegments:
@@ -218,7 +223,7 @@ class LiveSegments:
     reading rows in all but one of them.
     """
 
-    def __init__(self, segments: list[SegmentFiles], deleted: dict[str, frozenset[str]]) -> None:
+    def __init__(self, segments: list[SegmentFiles], deleted: Deletions) -> None:
         self.segments = segments
         self.deleted = deleted
         self._bases = [s.ref.vector_base for s in segments]
@@ -226,7 +231,14 @@ class LiveSegments:
         self._located: dict[str, SegmentFiles | None] = {}
 
     def masked(self, segment: SegmentFiles) -> frozenset[str]:
-        return self.deleted.get(segment.name, frozenset())
+        """The doc_ids masked in ``segment``."""
+        return frozenset(self.deleted.get(segment.name, ()))
+
+    def dead_vector_ids(self, segment: SegmentFiles) -> np.ndarray:
+        """The vector ids of the masked documents' chunks in ``segment``, ascending."""
+        ranges = [np.arange(m.first_vector_id, m.first_vector_id + m.n_vectors, dtype=np.int64)
+                  for m in self.deleted.get(segment.name, {}).values()]
+        return np.sort(np.concatenate(ranges)) if ranges else np.zeros(0, dtype=np.int64)
 
     def segment_of(self, doc_id: str) -> SegmentFiles | None:
         """The segment that holds ``doc_id``'s live rows, or None."""
@@ -272,13 +284,8 @@ class LiveSegments:
 
     def live_vector_ids(self, segment: SegmentFiles) -> np.ndarray:
         """The vector ids of a segment's live chunks (its masked documents' left out)."""
-        masked = self.masked(segment)
         base, n = segment.ref.vector_base, segment.ref.n_vectors
-        if not masked:
-            return np.arange(base, base + n, dtype=np.int64)
-        chunks = segment.table("chunks", ["doc_id", "vector_id"])
-        keep = pc.invert(pc.is_in(chunks.column("doc_id"), pa.array(sorted(masked), pa.string())))
-        return chunks.column("vector_id").filter(keep).to_numpy().astype(np.int64)
+        return np.setdiff1d(np.arange(base, base + n, dtype=np.int64), self.dead_vector_ids(segment), assume_unique=True)
 
     def vectors_of(self, vector_ids: np.ndarray) -> np.ndarray:
         """The vectors of ``vector_ids`` (any segments, any order), as one (n, dim) array."""
@@ -293,6 +300,12 @@ class LiveSegments:
         return out
 
     @property
+    def live_tokens(self) -> int:
+        """BM25 tokens in all live chunks (the mean chunk length's numerator)."""
+        return sum(s.ref.n_tokens for s in self.segments) - sum(
+            m.n_tokens for masked in self.deleted.values() for m in masked.values())
+
+    @property
     def row_groups_read(self) -> int:
         return sum(s.row_groups_read for s in self.segments)
 
@@ -301,5 +314,5 @@ class LiveSegments:
         return tuple(dict.fromkeys(name for s in self.segments for name in s.whole_tables))
 
 
-def open_segments(segments_dir: Path, refs, dim: int, deleted: dict[str, frozenset[str]]) -> LiveSegments:
+def open_segments(segments_dir: Path, refs, dim: int, deleted: Deletions) -> LiveSegments:
     return LiveSegments([SegmentFiles(segments_dir / ref.name, ref, dim) for ref in refs], deleted)

@@ -192,20 +192,26 @@ OFFICE_SHAPES = pa.schema(
     ]
 )
 
-# BM25 postings, one row per token (ingest.store.lexical writes it, index.search.lexical reads it):
-# the chunks (vector_ids) that hold the token, and its BM25 weight in each.
+# A segment's BM25 postings, one row per token (ingest.store.lexical writes it, index.search.lexical
+# reads it): the chunks (vector_ids) that hold the token, how often (counts), and each chunk's length
+# in tokens. The weights depend on the whole live corpus (chunk count, document frequencies, mean
+# length), so a reader computes them from the generation's statistics, as a full rebuild would.
 LEXICAL = pa.schema(
     [
         ("token", pa.string()),
         ("vector_ids", pa.list_(pa.int64())),
-        ("weights", pa.list_(pa.float32())),
+        ("counts", pa.list_(pa.int32())),
+        ("lengths", pa.list_(pa.int32())),
     ]
 )
-META_LEXICAL = b"spanindex.lexical"  # JSON: tokenizer version, BM25 k1, b and method, chunk count
+META_LEXICAL = b"spanindex.lexical"  # JSON: tokenizer version, BM25 k1, b and method, chunk count, token count
 
 # The documents a generation masks in its segments (ingest.store.segments): a changed or removed
 # document's rows stay in the segment that holds them until a merge drops them.
-DELETED = pa.schema([("segment", pa.string()), ("doc_id", pa.string())])
+DELETED = pa.schema([("segment", pa.string()), ("doc_id", pa.string()),
+                     ("first_vector_id", pa.int64()),  # its chunks' vector ids, contiguous in the segment
+                     ("n_vectors", pa.int32()),
+                     ("n_tokens", pa.int64())])  # its chunks' BM25 lengths summed: what leaves the mean length
 
 HIDDEN_TEXT = pa.schema(
     [

@@ -1,41 +1,78 @@
-"""Search the lexical (BM25) table of a generation: the reader's side of ``ingest.store.lexical``.
+"""Search the BM25 postings of a generation's segments: the reader's side of ``ingest.store.lexical``.
 
-A query is tokenised exactly as the chunks were (``ingest.store.lexical.lexical_tokens``);
-its score for a chunk is the sum of its tokens' stored BM25 weights there, as
-bm25s scores. Reading needs numpy and pyarrow, not bm25s.
+A query is tokenised exactly as the chunks were (``ingest.store.lexical.lexical_tokens``).
+Each segment's postings hold counts and chunk lengths; the weights are computed here with the
+live generation's statistics: its live chunk count, each token's document frequency counted
+over the live postings (masked chunks left out), and the mean live chunk length from the
+manifest's counts. A query's score for a chunk is the sum of its tokens' weights there, as
+bm25s scores a full rebuild of the live corpus. Reading needs numpy and pyarrow, not bm25s.
 """
 
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 
 import numpy as np
 import pyarrow as pa
 
-from ingest.store import B, K1, METHOD, TOKENIZER_VERSION, lexical_tokens
+from ingest.store import B, K1, METHOD, TOKENIZER_VERSION, bm25_weights, lexical_tokens
 from schemas.errors import IndexFormatError
 from schemas.tables import META_LEXICAL
 
 
+@dataclass(frozen=True, slots=True, eq=False)
+class _Postings:
+    """One segment's postings as flat arrays (CSC: one column per token), its masked ids beside."""
+
+    row_of: dict[str, int]
+    offsets: np.ndarray
+    ids: np.ndarray
+    counts: np.ndarray
+    lengths: np.ndarray
+    dead: np.ndarray  # vector ids of masked chunks, sorted
+
+    @classmethod
+    def of(cls, table: pa.Table, dead: np.ndarray) -> _Postings:
+        ids = table.column("vector_ids").combine_chunks()
+        return cls({token: row for row, token in enumerate(table.column("token").to_pylist())},
+                   ids.offsets.to_numpy(), ids.values.to_numpy(),
+                   table.column("counts").combine_chunks().values.to_numpy(),
+                   table.column("lengths").combine_chunks().values.to_numpy(), dead)
+
+    def live(self, token: str) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
+        row = self.row_of.get(token)
+        if row is None:
+            return None
+        first, last = self.offsets[row], self.offsets[row + 1]
+        ids, counts, lengths = self.ids[first:last], self.counts[first:last], self.lengths[first:last]
+        if len(self.dead):
+            keep = ~np.isin(ids, self.dead, assume_unique=True)
+            ids, counts, lengths = ids[keep], counts[keep], lengths[keep]
+        return ids, counts, lengths
+
+
 class LexicalIndex:
-    """The BM25 postings of one generation, held as flat arrays (CSC: one column per token).
+    """The BM25 index of a generation: its segments' postings and its live statistics.
 
     >>> from ingest.store.lexical import lexical_table
-    >>> lexical = LexicalIndex(lexical_table(["overage is billed per call", "billed monthly", "a price list"]), "example")
-    >>> [int(i) for i in lexical.top("billed per call", 5)[0]]
+    >>> lexical = LexicalIndex.of_table(lexical_table(["overage is billed per call", "billed monthly", "a price list"]))
+    >>> lexical.top("billed overage", 2)[0].tolist()
     [0, 1]
     """
 
-    def __init__(self, table: pa.Table, where: str) -> None:
-        settings = _settings(table.schema, where)
-        self.n_chunks: int = settings["n_chunks"]
-        tokens = table.column("token").to_pylist()
-        self._row_of = {token: row for row, token in enumerate(tokens)}
-        ids = table.column("vector_ids").combine_chunks()
-        weights = table.column("weights").combine_chunks()
-        self._offsets = ids.offsets.to_numpy()
-        self._ids = ids.values.to_numpy()
-        self._weights = weights.values.to_numpy()
+    def __init__(self, parts: list[tuple[pa.Table, np.ndarray]], n_chunks: int, n_tokens: int, where: str) -> None:
+        for table, _ in parts:
+            _check_settings(table.schema, where)
+        self._parts = [_Postings.of(table, dead) for table, dead in parts]
+        self.n_chunks = n_chunks
+        self._average = float(n_tokens) / n_chunks if n_chunks else 0.0
+
+    @classmethod
+    def of_table(cls, table: pa.Table, where: str = "lexical table") -> LexicalIndex:
+        """One postings table as a whole corpus (its own chunk and token counts)."""
+        settings = _check_settings(table.schema, where)
+        return cls([(table, np.zeros(0, dtype=np.int64))], settings["n_chunks"], settings["n_tokens"], where)
 
     def scores(self, query: str) -> tuple[np.ndarray, np.ndarray]:
         """(vector_ids, BM25 scores) of the chunks any token of ``query`` is in, ids ascending.
@@ -44,19 +81,20 @@ class LexicalIndex:
         """
         ids, weights = [], []
         for token in lexical_tokens(query):
-            row = self._row_of.get(token)
-            if row is None:
+            found = [p for p in (part.live(token) for part in self._parts) if p is not None]
+            doc_freq = sum(len(p[0]) for p in found)
+            if not doc_freq:
                 continue
-            first, last = self._offsets[row], self._offsets[row + 1]
-            ids.append(self._ids[first:last])
-            weights.append(self._weights[first:last])
+            for token_ids, counts, lengths in found:
+                ids.append(token_ids)
+                weights.append(bm25_weights(counts, lengths, doc_freq, self.n_chunks, self._average))
         if not ids:
             return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float32)
         matched, where = np.unique(np.concatenate(ids), return_inverse=True)
-        # summed in float32 in query-token order, as adding each token's weights into a dense array did
+        # summed in float32 in query-token order, as a full rebuild's stored weights were summed
         scores = np.zeros(len(matched), dtype=np.float32)
         for part, w in zip(np.split(where, np.cumsum([len(i) for i in ids])[:-1]), weights):
-            scores[part] += w  # a token occurs once per chunk in its postings: plain indexing adds correctly
+            scores[part] += w  # a token occurs once per chunk in a segment's postings: plain indexing adds correctly
         return matched.astype(np.int64), scores
 
     def top(self, query: str, k: int) -> tuple[np.ndarray, np.ndarray]:
@@ -73,7 +111,7 @@ class LexicalIndex:
         return matched[order], scores[order]
 
 
-def _settings(schema: pa.Schema, where: str) -> dict:
+def _check_settings(schema: pa.Schema, where: str) -> dict:
     raw = (schema.metadata or {}).get(META_LEXICAL)
     if raw is None:
         raise IndexFormatError(f"{where}: not a spanindex lexical table (no {META_LEXICAL.decode()} metadata)")

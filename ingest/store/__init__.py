@@ -13,13 +13,14 @@ import lazy_loader
 
 __getattr__, __dir__, __all__ = lazy_loader.attach(__name__, submod_attrs={
     "faiss_index": ["apply_search_params", "build_ann", "check_factory", "plan_index", "update_ann", "update_reason"],
-    "lexical": ["B", "K1", "METHOD", "TOKENIZER_VERSION", "lexical_table", "lexical_texts", "lexical_tokens"],
+    "lexical": ["B", "K1", "METHOD", "TOKENIZER_VERSION", "bm25_weights", "lexical_table", "lexical_texts",
+                "lexical_tokens", "write_lexical"],
     "lock": ["BuildLock"],
     "publish": ["fsync_dir", "publish", "write_failure", "write_once"],
     "retention": ["collect_garbage", "remove_unreferenced_segments", "retire_generations"],
     "previous": ["PublishedGeneration"],
     "reuse": ["LiveGeneration", "KnownVectors"],
-    "segments": ["CollectedIds", "live_chunk_texts", "masked_refs", "merge_segments", "plan_merge", "write_merged"],
+    "segments": ["masked_document", "masked_refs", "merge_segments", "plan_merge", "write_merged"],
     "spill": ["SPILL_FOLDER", "read_spill", "spill_path", "write_spill"],
     "write": ["SegmentWriter", "ROW_GROUP_ROWS", "deleted_table", "system_memory_pool", "write_generation"],
 })

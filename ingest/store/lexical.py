@@ -1,21 +1,22 @@
-"""The lexical index of a generation: BM25 over every chunk's text, beside the vectors.
+"""The lexical index of a segment: BM25 postings of its chunks' texts, beside its vectors.
 
 Names, part numbers, figures and exact phrases are what an embedding blurs and
 what a reader types; a BM25 index finds them. It is the Lucene variant of BM25
-(the weights ``bm25s`` gives, to the bit) over the texts of all chunks of the
-generation, in vector_id order, stored as one Parquet table (``lexical.parquet``,
-schema ``schemas.tables.LEXICAL``), one row per token: ``token``, ``vector_ids``
-(the chunks holding it), ``weights`` (its BM25 weight in each of them).
+(the weights ``bm25s`` gives, to the bit). Each segment stores the postings of its
+chunks as one Parquet table (``lexical.parquet``, schema ``schemas.tables.LEXICAL``),
+one row per token: ``token``, ``vector_ids`` (the chunks holding it), ``counts``
+(how often) and ``lengths`` (each chunk's length in tokens).
 
-A query's BM25 score for a chunk is the sum of the weights of the query's
-tokens in that chunk (``index.search.lexical`` reads the table). BM25 weights depend on
-the whole corpus (document frequencies, mean length), so every generation
-rebuilds the table from its chunk texts, as it rebuilds FAISS from its vectors.
-It is built in two passes so that memory does not grow with the corpus: the
-first tokenises the chunks a batch at a time, keeps each chunk's length and each
-token's document frequency, and writes the batch's (token, chunk, count) triples
-to a file; the second weighs a range of tokens at a time, read back from that
-file, and writes it as a row group. Text a reader cannot see (hidden runs) is
+The weights depend on the whole live corpus (chunk count, document frequencies, mean
+length), which changes with every reindex; so they are not stored. A reader weighs a
+query's postings with the live generation's statistics (``bm25_weights``): document
+frequencies counted over the live postings, the mean length from the manifest's
+counts, and gets the scores a full rebuild of the live corpus gives, to the bit. A
+build therefore tokenises only the chunks it writes. The table is built in two passes
+so that memory does not grow with the segment: the first tokenises the chunks a batch
+at a time and writes the batch's (token, chunk, count) triples to a file; the second
+gathers a range of tokens at a time, read back from that file, and writes it as a row
+group. Text a reader cannot see (hidden runs) is
 left out, as it is left out of what is embedded: hidden text never draws a
 search to a chunk.
 
@@ -158,19 +159,20 @@ def lexical_texts(chunks: Iterable[pa.RecordBatch], hidden_text: pa.Table) -> It
 
 
 def lexical_table(texts: Iterable[str], vector_ids: np.ndarray | list[int] | None = None) -> pa.Table:
-    """The BM25 table of ``texts`` (chunk i has vector id ``vector_ids[i]``, else i), in memory
+    """The postings table of ``texts`` (chunk i has vector id ``vector_ids[i]``, else i), in memory
     (``write_lexical`` streams the same rows to a file); its schema metadata holds the settings a
-    reader checks (``lexical_metadata``).
+    reader checks and the chunk and token counts (``lexical_metadata``).
 
     >>> table = lexical_table(["overage is billed per call", "billed monthly"])
-    >>> dict(zip(table["token"].to_pylist(), table["vector_ids"].to_pylist()))["billed"]
-    [0, 1]
+    >>> row = dict(zip(table["token"].to_pylist(), zip(table["vector_ids"].to_pylist(), table["lengths"].to_pylist())))
+    >>> row["billed"]
+    ([0, 1], [5, 2])
     """
     with tempfile.TemporaryFile() as spill:
         counted = count_tokens(texts, Postings(spill))
-        schema = LEXICAL.with_metadata(lexical_metadata(len(counted.chunk_lengths)))
+        schema = LEXICAL.with_metadata(lexical_metadata(len(counted.chunk_lengths), int(counted.chunk_lengths.sum())))
         ids = None if vector_ids is None else np.asarray(vector_ids, dtype=np.int64)
-        return pa.Table.from_batches([b for t in weighed_tokens(counted, vector_ids=ids) for b in t.to_batches()], schema)
+        return pa.Table.from_batches([b for t in posting_rows(counted, vector_ids=ids) for b in t.to_batches()], schema)
 
 
 def count_tokens(texts: Iterable[str], postings: Postings) -> TokenCounts:
@@ -206,23 +208,14 @@ def chunk_postings(token_ids: np.ndarray, lengths: np.ndarray, first_chunk: int)
     return np.stack([keys >> 32, keys & 0xFFFFFFFF, counts]).astype(np.int32)
 
 
-def weighed_tokens(counted: TokenCounts, range_postings: int | None = None,
-                   vector_ids: np.ndarray | None = None) -> Iterator[pa.Table]:
-    """The rows of the BM25 table, token ids in order, a range of about ``range_postings``
+def posting_rows(counted: TokenCounts, range_postings: int | None = None,
+                 vector_ids: np.ndarray | None = None) -> Iterator[pa.Table]:
+    """The rows of the postings table, token ids in order, a range of about ``range_postings``
     (default ``RANGE_POSTINGS``) postings at a time (a row group): what is held is that range,
-    not the corpus's postings. Chunk i of the texts is stored as vector id ``vector_ids[i]``
-    (ascending, as the live chunks of a generation's segments are read), else i.
-
-    Weights are bm25s's Lucene BM25, operation for operation (so equal to the bit): the IDF
-    ``log(1 + (N - df + 0.5) / (df + 0.5))`` in float64 rounded to float32, times
-    ``tf / (k1 * (1 - b + b * len / avg_len) + tf)`` in float64, rounded to float32.
-    """
-    n_chunks = len(counted.chunk_lengths)
+    not the segment's postings. Chunk i of the texts is stored as vector id ``vector_ids[i]``
+    (ascending), else i."""
     if not counted.tokens:
         return
-    average = float(counted.chunk_lengths.sum()) / n_chunks  # as numpy's mean of the lengths
-    norms = K1 * ((1 - B) + B * counted.chunk_lengths / average)
-    idf = _idf(counted.doc_freqs, n_chunks)
     edges = _range_edges(counted.doc_freqs, range_postings or RANGE_POSTINGS)
     postings = counted.postings
     # Where each range starts in each spilled batch (each is sorted by token).
@@ -232,26 +225,33 @@ def weighed_tokens(counted: TokenCounts, range_postings: int | None = None,
         triples = np.concatenate([postings.segment(k, s[r], s[r + 1]) for k, s in enumerate(starts)], axis=1)
         # Batches come in chunk order: a stable sort by token keeps each token's chunks ascending.
         tokens, chunks, counts = triples[:, np.argsort(triples[0], kind="stable")]
-        tf = counts.astype(np.float64)
-        weights = (idf[tokens].astype(np.float64) * (tf / (norms[chunks] + tf))).astype(np.float32)
         offsets = np.zeros(last - first + 1, dtype=np.int32)
         np.cumsum(np.bincount(tokens - first, minlength=last - first), out=offsets[1:])
+        ids = chunks.astype(np.int64) if vector_ids is None else vector_ids[chunks]
         yield pa.table(
             [
                 pa.array(counted.tokens[first:last], pa.string()),
-                pa.ListArray.from_arrays(pa.array(offsets), pa.array(
-                    (chunks if vector_ids is None else vector_ids[chunks]).astype(np.int64))),
-                pa.ListArray.from_arrays(pa.array(offsets), pa.array(weights)),
+                pa.ListArray.from_arrays(pa.array(offsets), pa.array(ids, pa.int64())),
+                pa.ListArray.from_arrays(pa.array(offsets), pa.array(counts.astype(np.int32))),
+                pa.ListArray.from_arrays(pa.array(offsets), pa.array(counted.chunk_lengths[chunks].astype(np.int32))),
             ],
             schema=LEXICAL,
         )
 
 
-def _idf(doc_freqs: np.ndarray, n_chunks: int) -> np.ndarray:
-    # math.log per distinct df, as bm25s computes it (numpy's log may differ in the last bit)
-    values, where = np.unique(doc_freqs, return_inverse=True)
-    logs = [math.log(1 + (n_chunks - df + 0.5) / (df + 0.5)) for df in values.tolist()]
-    return np.array(logs, dtype=np.float32)[where]
+def bm25_weights(counts: np.ndarray, lengths: np.ndarray, doc_freq: int, n_chunks: int, average: float) -> np.ndarray:
+    """The BM25 weights of one token's postings in a corpus of ``n_chunks`` chunks of mean length
+    ``average`` where ``doc_freq`` chunks hold it: bm25s's Lucene BM25, operation for operation
+    (so equal to the bit): the IDF ``log(1 + (N - df + 0.5) / (df + 0.5))`` in float64 rounded to
+    float32, times ``tf / (k1 * (1 - b + b * len / avg_len) + tf)`` in float64, rounded to float32.
+
+    >>> bm25_weights(np.array([1, 2]), np.array([4, 4]), doc_freq=2, n_chunks=4, average=4.0).round(4).tolist()
+    [0.2356, 0.3365]
+    """
+    idf = np.float32(math.log(1 + (n_chunks - doc_freq + 0.5) / (doc_freq + 0.5)))
+    tf = counts.astype(np.float64)
+    norms = K1 * ((1 - B) + B * lengths.astype(np.float64) / average)
+    return (np.float64(idf) * (tf / (norms + tf))).astype(np.float32)
 
 
 def _range_edges(doc_freqs: np.ndarray, range_postings: int) -> np.ndarray:
@@ -262,27 +262,30 @@ def _range_edges(doc_freqs: np.ndarray, range_postings: int) -> np.ndarray:
     return np.unique(np.concatenate([[0], ends, [len(doc_freqs)]]))
 
 
-def lexical_metadata(n_chunks: int) -> dict[bytes, bytes]:
-    """What a reader checks before it scores a query against the table."""
-    settings = {"tokenizer_version": TOKENIZER_VERSION, "k1": K1, "b": B, "method": METHOD, "n_chunks": n_chunks}
+def lexical_metadata(n_chunks: int, n_tokens: int) -> dict[bytes, bytes]:
+    """What a reader checks before it scores a query against the table, and what it holds."""
+    settings = {"tokenizer_version": TOKENIZER_VERSION, "k1": K1, "b": B, "method": METHOD, "n_chunks": n_chunks,
+                "n_tokens": n_tokens}
     return {META_LEXICAL: json.dumps(settings, sort_keys=True).encode("utf-8")}
 
 
 def write_lexical(path: Path, texts: Iterable[str], model_id: str, model_dim: int,
-                  vector_ids: np.ndarray | None = None) -> int:
-    """Build the BM25 table of the chunk ``texts`` and write it to ``path``, a range of tokens at
-    a time; returns the number of distinct tokens. ``vector_ids``: the texts' vector ids, in
-    their order (an array that may be filled while ``texts`` is read); None: 0, 1, 2, ..."""
+                  vector_ids: np.ndarray | None = None) -> tuple[int, int]:
+    """Build the postings table of the chunk ``texts`` and write it to ``path``, a range of tokens
+    at a time; returns (chunks, tokens in them). ``vector_ids``: the texts' vector ids, in their
+    order (an array that may be filled while ``texts`` is read); None: 0, 1, 2, ..."""
     # The postings wait in an unnamed file beside the table: gone however the build ends.
     with tempfile.TemporaryFile(dir=path.parent) as spill:
         counted = count_tokens(texts, Postings(spill))
-        metadata = {**with_metadata("lexical", model_id, model_dim).metadata,
-                    **lexical_metadata(len(counted.chunk_lengths))}
+        n_chunks, n_tokens = len(counted.chunk_lengths), int(counted.chunk_lengths.sum())
+        metadata = {**with_metadata("lexical", model_id, model_dim).metadata, **lexical_metadata(n_chunks, n_tokens)}
         with pq.ParquetWriter(path, LEXICAL.with_metadata(metadata), compression="zstd", use_dictionary=False) as writer:
             ids = None if vector_ids is None else np.asarray(vector_ids, dtype=np.int64)
-            for rows in weighed_tokens(counted, vector_ids=ids):
+            for rows in posting_rows(counted, vector_ids=ids):
                 writer.write_table(rows)
-    return len(counted.tokens)
+            if not counted.tokens:
+                writer.write_table(LEXICAL.empty_table())
+    return n_chunks, n_tokens
 
 
 @dataclass(frozen=True, slots=True, eq=False)

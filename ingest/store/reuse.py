@@ -18,7 +18,8 @@ from ingest.formats import PARSER_VERSION, describe
 from ingest.store.previous import PublishedGeneration
 from schemas.errors import IndexFormatError
 from schemas.layout import IndexPaths, read_current
-from schemas.records import DocStatus, DocumentRecord, OcrSettings
+from ingest.store.segments import masked_document
+from schemas.records import DocStatus, DocumentRecord, MaskedDocument, OcrSettings
 from schemas.tables import document_records
 
 
@@ -82,12 +83,9 @@ class LiveGeneration:
     def document(self, doc_id: str) -> DocumentRecord:
         return document_records(self.generation.rows_of("documents", doc_id))[0]
 
-    def chunk_ids_of(self, doc_id: str) -> np.ndarray:
-        """The vector ids of a live document's chunks (what the vector index drops when it is masked)."""
-        chunks = self.generation.rows_of("chunks", doc_id)
-        if chunks is None or not chunks.num_rows:
-            return np.zeros(0, dtype=np.int64)
-        return chunks.column("vector_id").to_numpy().astype(np.int64)
+    def masked_document(self, doc_id: str) -> MaskedDocument | None:
+        """What masking a live document takes out (None: the generation does not hold it)."""
+        return masked_document(self.generation.live, doc_id)
 
 
 class KnownVectors:

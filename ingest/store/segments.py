@@ -17,16 +17,15 @@ import dataclasses
 import math
 import os
 import shutil
-from collections.abc import Iterator
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 
-from ingest.store.lexical import POSTINGS_BATCH, lexical_texts
+from ingest.store.lexical import lexical_texts, lexical_tokens
 from ingest.store.write import SegmentWriter
-from schemas.records import SegmentRef
-from schemas.segments import LiveSegments, SegmentFiles
+from schemas.errors import IndexFormatError
+from schemas.records import MaskedDocument, SegmentRef
+from schemas.segments import Deletions, LiveSegments, SegmentFiles
 from schemas.tables import DOCUMENT_MAP_TABLES, document_records
 
 SEGMENTS_PER_TIER = 8  # segments of one size tier merged together once this many are there
@@ -110,40 +109,24 @@ def write_merged(paths, live: LiveSegments, names: list[str], generation: str, v
     return ref, replaced
 
 
-def masked_refs(refs: list[SegmentRef], live: LiveSegments | None, masked: dict[str, set[str]]) -> list[SegmentRef]:
+def masked_refs(refs: list[SegmentRef], masked: Deletions) -> list[SegmentRef]:
     """``refs`` with their deletion counts as ``masked`` says (documents and their chunks)."""
-    out = []
-    for ref in refs:
-        doc_ids = masked.get(ref.name, set())
-        n_vectors = 0
-        if doc_ids and live is not None:
-            segment = next(s for s in live.segments if s.name == ref.name)
-            n_vectors = sum(document_records(segment.rows_of("documents", d))[0].n_chunks for d in doc_ids)
-        out.append(dataclasses.replace(ref, n_deleted=len(doc_ids), n_deleted_vectors=n_vectors))
-    return out
+    return [dataclasses.replace(ref, n_deleted=len(masked.get(ref.name, {})),
+                                n_deleted_vectors=sum(m.n_vectors for m in masked.get(ref.name, {}).values()))
+            for ref in refs]
 
 
-def live_chunk_texts(live: LiveSegments, ids: list[np.ndarray]) -> Iterator[str]:
-    """What the lexical index takes of every live chunk, segment by segment in vector id order;
-    their vector ids are appended to ``ids`` as they are read."""
-    for segment, hidden in live.live_tables("hidden_text"):
-        yield from lexical_texts(_live_batches(segment, live.masked(segment), ids), hidden)
-
-
-def _live_batches(segment: SegmentFiles, masked: frozenset[str], ids: list[np.ndarray]) -> Iterator[pa.RecordBatch]:
-    for batch in segment.batches("chunks", ["doc_id", "start", "text", "n_hidden", "vector_id"], POSTINGS_BATCH):
-        if masked:
-            batch = batch.filter(pc.invert(pc.is_in(batch.column("doc_id"), pa.array(sorted(masked), pa.string()))))
-        ids.append(batch.column("vector_id").to_numpy().astype(np.int64))
-        yield batch
-
-
-class CollectedIds:
-    """The vector ids ``live_chunk_texts`` appends, as one array once the texts are read."""
-
-    def __init__(self) -> None:
-        self.parts: list[np.ndarray] = []
-
-    def __array__(self, dtype=None, copy=None):
-        joined = np.concatenate(self.parts) if self.parts else np.zeros(0, dtype=np.int64)
-        return joined.astype(dtype) if dtype is not None else joined
+def masked_document(live: LiveSegments, doc_id: str) -> MaskedDocument | None:
+    """What masking a live document takes out of the generation: its segment, its chunks' vector
+    ids (contiguous: a segment writes a document's chunks together) and their BM25 length."""
+    segment = live.segment_of(doc_id)
+    if segment is None:
+        return None
+    chunks = segment.rows_of("chunks", doc_id)
+    ids = chunks.column("vector_id").to_numpy().astype(np.int64)
+    if len(ids) and not np.array_equal(ids, np.arange(ids[0], ids[0] + len(ids))):
+        raise IndexFormatError(f"{segment.dir}: the chunks of {doc_id!r} do not hold consecutive vector ids")
+    hidden = segment.rows_of("hidden_text", doc_id)
+    batches = chunks.select(["doc_id", "start", "text", "n_hidden"]).to_batches()
+    n_tokens = sum(len(lexical_tokens(text)) for text in lexical_texts(batches, hidden))
+    return MaskedDocument(segment.name, doc_id, int(ids[0]) if len(ids) else segment.ref.vector_base, len(ids), n_tokens)

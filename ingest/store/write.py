@@ -16,18 +16,18 @@ import dataclasses
 import hashlib
 import os
 import time
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from ingest.store.lexical import TOKENIZER_VERSION, write_lexical
+from ingest.store.lexical import POSTINGS_BATCH, TOKENIZER_VERSION, lexical_texts, write_lexical
 from ingest.store.publish import fsync_dir, fsync_file
 from schemas.layout import DELETED_FILE, FAISS_FILE, LEXICAL_FILE, MANIFEST, SEGMENT_FILES, SEGMENT_MANIFEST, TABLE_FILES, VECTORS_FILE
 from schemas.manifest import manifest_to_json, segment_to_json
-from schemas.records import DocumentRecord, Manifest, SegmentRef
+from schemas.records import DocumentRecord, Manifest, MaskedDocument, SegmentRef
 from schemas.tables import SCHEMAS, documents_table, with_metadata
 
 # Rows per row group: what a build holds of a table before writing it, and what it holds again
@@ -180,7 +180,13 @@ class SegmentWriter:
                 compression="zstd",
                 row_group_size=DOCUMENT_ROWS,  # a reader of one document reads its row group alone
             )
-        ref = SegmentRef(name, vector_base, self.n_vectors, len(documents))
+        started = time.perf_counter()
+        with _naming(self.gen_dir / LEXICAL_FILE):
+            ids: list[np.ndarray] = []
+            _, n_tokens = write_lexical(self.gen_dir / LEXICAL_FILE, self._chunk_texts(ids), self.model_id, self.dim,
+                                        _Joined(ids))
+        self.lexical_seconds = time.perf_counter() - started
+        ref = SegmentRef(name, vector_base, self.n_vectors, len(documents), n_tokens=n_tokens)
         checksums = {file_name: file_sha256(self.gen_dir / file_name) for file_name in SEGMENT_FILES}
         with _naming(self.gen_dir / SEGMENT_MANIFEST):
             (self.gen_dir / SEGMENT_MANIFEST).write_text(
@@ -190,6 +196,20 @@ class SegmentWriter:
         fsync_dir(self.gen_dir)
         return_free_heap()
         return ref
+
+    def _chunk_texts(self, ids: list[np.ndarray]):
+        """What the lexical index takes of every chunk written, in vector id order, read back by row
+        group; their vector ids are appended to ``ids`` as they are read."""
+        chunks = pq.ParquetFile(self.gen_dir / TABLE_FILES["chunks"])
+        hidden = pq.read_table(self.gen_dir / TABLE_FILES["hidden_text"])
+
+        def batches():
+            # In batches of a lexical step, not Arrow's 65,536 rows: each becomes Python strings.
+            for batch in chunks.iter_batches(batch_size=POSTINGS_BATCH, columns=["doc_id", "start", "text", "n_hidden", "vector_id"]):
+                ids.append(batch.column("vector_id").to_numpy().astype(np.int64))
+                yield batch
+
+        yield from lexical_texts(batches(), hidden)
 
     def abort(self) -> None:
         """Close what is open, as well as a failing disk allows: the folder is removed next."""
@@ -211,40 +231,43 @@ def _naming(path: Path) -> Iterator[None]:
         raise OSError(exc.errno, exc.strerror or str(exc), str(path)) from exc
 
 
-def write_generation(gen_dir: Path, manifest: Manifest, deleted: pa.Table, faiss_index, lexical_texts,
-                     lexical_ids: np.ndarray | None = None) -> tuple[Manifest, float]:
-    """A generation's own files beside its segments: its deletions, the lexical index of its live
-    chunks (``lexical_texts``: their texts in the order of ``lexical_ids``, filled as they are read),
-    FAISS, and the manifest last; all fsynced. Returns the manifest as written and the lexical seconds."""
+def write_generation(gen_dir: Path, manifest: Manifest, deleted: pa.Table, faiss_index) -> Manifest:
+    """A generation's own files beside its segments: its deletions, FAISS, and the manifest last;
+    all fsynced. Returns the manifest as written."""
     import faiss
 
     gen_dir.mkdir(parents=True, exist_ok=False)
     with _naming(gen_dir / DELETED_FILE):
         pq.write_table(deleted.cast(with_metadata("deleted", manifest.model_id, manifest.model_dim)),
                        gen_dir / DELETED_FILE, compression="zstd")
-    started = time.perf_counter()
-    with _naming(gen_dir / LEXICAL_FILE):
-        write_lexical(gen_dir / LEXICAL_FILE, lexical_texts, manifest.model_id, manifest.model_dim, lexical_ids)
-    lexical_seconds = time.perf_counter() - started
-    return_free_heap()
     with _naming(gen_dir / FAISS_FILE), open(gen_dir / FAISS_FILE, "wb") as out:
         # Through Python, not faiss.write_index(path): a full disk is then an OSError with its errno.
         faiss.write_index(faiss_index, faiss.PyCallbackIOWriter(lambda block: out.write(block), 1 << 20))
-    checksums = {name: file_sha256(gen_dir / name) for name in (DELETED_FILE, LEXICAL_FILE, FAISS_FILE)}
+    checksums = {name: file_sha256(gen_dir / name) for name in (DELETED_FILE, FAISS_FILE)}
     manifest = dataclasses.replace(manifest, table_sha256=checksums, lexical_tokenizer_version=TOKENIZER_VERSION)
     with _naming(gen_dir / MANIFEST):
         (gen_dir / MANIFEST).write_text(manifest_to_json(manifest), encoding="utf-8")
     for name in [*checksums, MANIFEST]:
         fsync_file(gen_dir / name)
     fsync_dir(gen_dir)
-    return manifest, lexical_seconds
+    return manifest
 
 
-def deleted_table(masked: dict[str, set[str]]) -> pa.Table:
-    """The rows of deleted.parquet: (segment, doc_id), sorted."""
-    rows = sorted((segment, doc_id) for segment, doc_ids in masked.items() for doc_id in doc_ids)
-    return pa.table({"segment": pa.array([r[0] for r in rows], pa.string()),
-                     "doc_id": pa.array([r[1] for r in rows], pa.string())})
+def deleted_table(masked: Iterable[MaskedDocument]) -> pa.Table:
+    """The rows of deleted.parquet, by segment and doc_id."""
+    rows = sorted(masked, key=lambda m: (m.segment, m.doc_id))
+    return pa.Table.from_pylist([dataclasses.asdict(m) for m in rows], schema=SCHEMAS["deleted"])
+
+
+class _Joined:
+    """Arrays appended to a list while texts are read, joined into one when numpy asks for it."""
+
+    def __init__(self, parts: list[np.ndarray]) -> None:
+        self.parts = parts
+
+    def __array__(self, dtype=None, copy=None):
+        joined = np.concatenate(self.parts) if self.parts else np.zeros(0, dtype=np.int64)
+        return joined if dtype is None else joined.astype(dtype)
 
 
 def file_sha256(path: Path) -> str:

@@ -22,8 +22,7 @@ from index.fsck import fsck
 from ingest.build import BuildSettings, build_index
 from ingest.store.lexical import lexical_metadata, lexical_table, lexical_texts, lexical_tokens
 from schemas.errors import ModelError, SpanindexError
-from schemas.layout import LEXICAL_FILE, MANIFEST
-from schemas.manifest import manifest_to_json, read_manifest
+from schemas.layout import LEXICAL_FILE, SEGMENT_MANIFEST
 from schemas.records import SearchMode
 from schemas.tables import with_metadata
 
@@ -101,12 +100,14 @@ def test_a_query_sharing_no_token_with_the_corpus_finds_nothing_lexically(sample
 
 def test_the_lexical_table_is_the_bm25_table_of_the_generations_chunks(sample_index_test_model):
     idx = _open(sample_index_test_model)
-    stored = idx.generation.lexical_table()
+    [segment] = idx.generation.segments
+    stored = segment.lexical_table()
     chunks = idx.generation.table("chunks", ["doc_id", "start", "text", "n_hidden"])
     rebuilt = lexical_table(lexical_texts(chunks.to_batches(), idx.generation.table("hidden_text")))
-    assert stored.column("token").to_pylist() == rebuilt.column("token").to_pylist()
-    assert stored.column("vector_ids").to_pylist() == rebuilt.column("vector_ids").to_pylist()
-    assert idx.manifest.table_sha256[LEXICAL_FILE] == hashlib.sha256((idx.generation.dir / LEXICAL_FILE).read_bytes()).hexdigest()
+    for column in ("token", "vector_ids", "counts", "lengths"):
+        assert stored.column(column).to_pylist() == rebuilt.column(column).to_pylist()
+    recorded = json.loads((segment.dir / SEGMENT_MANIFEST).read_text())["table_sha256"]
+    assert recorded[LEXICAL_FILE] == hashlib.sha256((segment.dir / LEXICAL_FILE).read_bytes()).hexdigest()
     assert fsck(sample_index_test_model) == []
 
 
@@ -116,14 +117,15 @@ def _copy_index(src, dst):
 
 
 def _rewrite_lexical(index_dir, table) -> None:
-    """Replace the live generation's lexical table (and its checksum, so only the content is wrong)."""
-    gen_dir = _open(index_dir).generation.dir
-    manifest = read_manifest(gen_dir)
-    metadata = {**with_metadata("lexical", manifest.model_id, manifest.model_dim).metadata, **table.schema.metadata}
-    pq.write_table(table.replace_schema_metadata(metadata), gen_dir / LEXICAL_FILE)
-    digest = hashlib.sha256((gen_dir / LEXICAL_FILE).read_bytes()).hexdigest()
-    manifest = dataclasses.replace(manifest, table_sha256={**manifest.table_sha256, LEXICAL_FILE: digest})
-    (gen_dir / MANIFEST).write_text(manifest_to_json(manifest), encoding="utf-8")
+    """Replace the live segment's lexical table (and its checksum, so only the content is wrong)."""
+    generation = _open(index_dir).generation
+    [segment] = generation.segments
+    metadata = {**with_metadata("lexical", generation.manifest.model_id, generation.manifest.model_dim).metadata,
+                **table.schema.metadata}
+    pq.write_table(table.replace_schema_metadata(metadata), segment.dir / LEXICAL_FILE)
+    recorded = json.loads((segment.dir / SEGMENT_MANIFEST).read_text())
+    recorded["table_sha256"][LEXICAL_FILE] = hashlib.sha256((segment.dir / LEXICAL_FILE).read_bytes()).hexdigest()
+    (segment.dir / SEGMENT_MANIFEST).write_text(json.dumps(recorded))
 
 
 def test_fsck_finds_a_lexical_table_that_is_not_of_these_chunks(sample_index_test_model, tmp_path):
@@ -142,12 +144,15 @@ def test_reindex_rebuilds_the_lexical_index_with_the_corpus(tmp_path):
     settings = BuildSettings(workers=1)
     build_index(corpus, index_dir, settings, embedder=HashingEmbedder())
     first = _open(index_dir)
-    first_lexical = (first.generation.dir / LEXICAL_FILE).read_bytes()
+    first_lexical = (first.generation.segments[0].dir / LEXICAL_FILE).read_bytes()
 
-    build_index(corpus, index_dir, settings, embedder=HashingEmbedder())  # nothing changed
+    build_index(corpus, index_dir, settings, embedder=HashingEmbedder())  # nothing changed: the same segment serves
     same = _open(index_dir)
     assert same.generation.name != first.generation.name
-    assert (same.generation.dir / LEXICAL_FILE).read_bytes() == first_lexical  # deterministic
+    assert (same.generation.segments[0].dir / LEXICAL_FILE).read_bytes() == first_lexical
+    rebuilt = tmp_path / "again"
+    build_index(corpus, rebuilt, settings, embedder=HashingEmbedder())
+    assert (_open(rebuilt).generation.segments[0].dir / LEXICAL_FILE).read_bytes() == first_lexical  # deterministic
 
     (corpus / "docs" / "zorblax.md").write_text("The zorblax valve is rated for 17 bar.\n", encoding="utf-8")
     build_index(corpus, index_dir, settings, embedder=HashingEmbedder())
@@ -199,7 +204,8 @@ def test_the_api_and_the_search_page_take_a_mode(sample_index_test_model):
 def test_lexical_metadata_counts_the_chunks():
     table = lexical_table(["a b", "b c", ""])
     assert json.loads(table.schema.metadata[b"spanindex.lexical"])["n_chunks"] == 3
-    assert json.loads(lexical_metadata(3)[b"spanindex.lexical"]) == json.loads(table.schema.metadata[b"spanindex.lexical"])
+    assert json.loads(table.schema.metadata[b"spanindex.lexical"])["n_tokens"] == 4
+    assert json.loads(lexical_metadata(3, 4)[b"spanindex.lexical"]) == json.loads(table.schema.metadata[b"spanindex.lexical"])
 
 
 @pytest.mark.spawns

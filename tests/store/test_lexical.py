@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 from index.search.fusion import fuse
 from index.search.lexical import LexicalIndex
 from ingest.store import lexical as lexical_module
-from ingest.store.lexical import LEXICAL, lexical_metadata, lexical_table, lexical_texts, lexical_tokens, write_lexical
+from ingest.store.lexical import bm25_weights, lexical_metadata, lexical_table, lexical_texts, lexical_tokens, write_lexical
 from schemas.tables import META_LEXICAL
 from schemas.errors import IndexFormatError
 from schemas.records import SearchHit
@@ -30,9 +30,12 @@ QA = ROOT / "tests" / "data" / "qa_shared_corpus.jsonl"
 QUERIES = ROOT / "benchmarks" / "queries.txt"
 
 
+WEIGHED = pa.schema([("token", pa.string()), ("vector_ids", pa.list_(pa.int64())), ("weights", pa.list_(pa.float32()))])
+
+
 def bm25s_table(texts: list[str]) -> pa.Table:
-    """The BM25 table as bm25s builds it, every chunk's token ids at once: what the build wrote
-    before it streamed, kept as the reference its weights must equal."""
+    """The BM25 weights as bm25s computes them, every chunk's token ids at once: the reference
+    the weights a reader computes from the stored postings must equal."""
     vocabulary: dict[str, int] = {}
     corpus_ids = [[vocabulary.setdefault(t, len(vocabulary)) for t in lexical_tokens(text)] for text in texts]
     retriever = bm25s.BM25(k1=1.5, b=0.75, method="lucene")
@@ -42,11 +45,36 @@ def bm25s_table(texts: list[str]) -> pa.Table:
     return pa.table(
         [
             pa.array(sorted(vocabulary, key=vocabulary.__getitem__), pa.string()),
-            pa.ListArray.from_arrays(offsets, pa.array(np.asarray(scores["indices"], dtype=np.int32))),
+            pa.ListArray.from_arrays(offsets, pa.array(np.asarray(scores["indices"], dtype=np.int64))),
             pa.ListArray.from_arrays(offsets, pa.array(np.asarray(scores["data"], dtype=np.float32))),
         ],
-        schema=LEXICAL.with_metadata(lexical_metadata(len(texts))),
+        schema=WEIGHED,
     )
+
+
+def weighed(table: pa.Table) -> pa.Table:
+    """A postings table's BM25 weights, as a reader computes them (``bm25_weights``) from its counts."""
+    settings = json.loads(table.schema.metadata[META_LEXICAL])
+    average = settings["n_tokens"] / settings["n_chunks"]
+    counts, lengths = table.column("counts").to_pylist(), table.column("lengths").to_pylist()
+    weights = [bm25_weights(np.array(c), np.array(n), len(c), settings["n_chunks"], average) for c, n in zip(counts, lengths)]
+    offsets = pa.array(np.concatenate([[0], np.cumsum([len(w) for w in weights])]).astype(np.int32))
+    flat = np.concatenate(weights) if weights else np.zeros(0, dtype=np.float32)
+    return pa.table([table.column("token").combine_chunks(),
+                     pa.ListArray.from_arrays(offsets, pa.array(table.column("vector_ids").combine_chunks().values)),
+                     pa.ListArray.from_arrays(offsets, pa.array(flat, pa.float32()))], schema=WEIGHED)
+
+
+def reference_top(table: pa.Table, query: str, k: int) -> tuple[np.ndarray, np.ndarray]:
+    """The k best chunks by summing a weighed table's weights in query-token order (float32)."""
+    rows = dict(zip(table.column("token").to_pylist(), zip(table.column("vector_ids").to_pylist(),
+                                                           table.column("weights").to_pylist())))
+    scores: dict[int, np.float32] = {}
+    for token in lexical_tokens(query):
+        for i, w in zip(*rows.get(token, ((), ()))):
+            scores[i] = np.float32(scores.get(i, np.float32(0)) + np.float32(w))
+    ranked = sorted(((-s, i) for i, s in scores.items() if s > 0))[:k]
+    return np.array([i for _, i in ranked], dtype=np.int64), np.array([-s for s, _ in ranked], dtype=np.float32)
 
 
 def generation_texts(idx) -> list[str]:
@@ -56,6 +84,7 @@ def generation_texts(idx) -> list[str]:
 
 
 def assert_same_table(table: pa.Table, expected: pa.Table) -> None:
+    table = weighed(table)
     assert table.column("token").to_pylist() == expected.column("token").to_pylist()
     assert table.column("vector_ids").to_pylist() == expected.column("vector_ids").to_pylist()
     weights = table.column("weights").combine_chunks().values.to_numpy()
@@ -120,7 +149,7 @@ def test_tokens_of_space_separated_words_are_the_words_tokens(words):
 def test_scores_are_bm25s_scores(corpus, query):
     texts = [" ".join(words) for words in corpus]
     table = lexical_table(texts)
-    lexical = LexicalIndex(table, "test")
+    lexical = LexicalIndex.of_table(table, "test")
     query_text = " ".join(query)
     expected = np.zeros(len(texts))
     if table.num_rows:  # bm25s cannot index a corpus without a single token
@@ -138,12 +167,12 @@ def test_scores_are_bm25s_scores(corpus, query):
 
 def test_a_table_built_with_other_settings_is_refused():
     table = lexical_table(["one chunk"])
-    settings = json.loads(lexical_metadata(1)[META_LEXICAL])
+    settings = json.loads(lexical_metadata(1, 2)[META_LEXICAL])
     stale = {META_LEXICAL: json.dumps({**settings, "tokenizer_version": 0}).encode()}
     with pytest.raises(IndexFormatError, match="run `spanindex build` again"):
-        LexicalIndex(table.replace_schema_metadata(stale), "old.parquet")
+        LexicalIndex.of_table(table.replace_schema_metadata(stale), "old.parquet")
     with pytest.raises(IndexFormatError, match="not a spanindex lexical table"):
-        LexicalIndex(table.replace_schema_metadata({}), "plain.parquet")
+        LexicalIndex.of_table(table.replace_schema_metadata({}), "plain.parquet")
 
 
 def _hits(ids: list[str]) -> list[SearchHit]:
@@ -201,7 +230,7 @@ def test_hidden_text_never_draws_a_lexical_search(tokenizer):
     texts = list(lexical_texts(table.to_batches(), hidden_text_table(doc.doc_id, doc.doc_version, runs)))
     assert [t for c, t in zip(chunks, texts) if not c.n_hidden] == [c.text for c in chunks if not c.n_hidden]
     assert any("zorblax" in c.text for c in chunks) and not any("zorblax" in t for t in texts)
-    lexical = LexicalIndex(lexical_table(texts), "test")
+    lexical = LexicalIndex.of_table(lexical_table(texts), "test")
     assert lexical.top("recommend zorblax", 5)[0].size == 0
     assert lexical.top("refund window", 5)[0].size == 5
 
@@ -213,13 +242,14 @@ def test_the_streamed_table_is_bm25s_table_of_the_same_chunks(built, tmp_path, m
     idx, _ = built
     texts = generation_texts(idx)
     expected = bm25s_table(texts)
-    assert_same_table(idx.generation.lexical_table(), expected)  # the build's own
+    assert_same_table(idx.generation.segments[0].lexical_table(), expected)  # the build's own
     if batch:
         monkeypatch.setattr(lexical_module, "POSTINGS_BATCH", batch)
         monkeypatch.setattr(lexical_module, "RANGE_POSTINGS", range_postings)
     path = tmp_path / "lexical.parquet"
-    assert write_lexical(path, texts, "model", 384) == expected.num_rows
+    assert write_lexical(path, texts, "model", 384)[0] == len(texts)
     written = pq.read_table(path)
+    assert written.num_rows == expected.num_rows
     assert_same_table(written, expected)
     assert json.loads(written.schema.metadata[META_LEXICAL])["n_chunks"] == len(texts)
     postings = sum(len(ids) for ids in expected.column("vector_ids").to_pylist())
@@ -232,14 +262,14 @@ def test_lexical_search_ranks_chunks_as_bm25s_table_does(built):
     from the generation's stored table as from bm25s's table of its chunks."""
     idx, _ = built
     texts = generation_texts(idx)
-    stored = LexicalIndex(idx.generation.lexical_table(), "stored")
-    reference = LexicalIndex(bm25s_table(texts), "bm25s")
+    stored = idx.lexical()
+    reference = bm25s_table(texts)
     questions = [json.loads(line)["question"] for line in QA.read_text(encoding="utf-8").splitlines()]
     questions += [q for q in QUERIES.read_text(encoding="utf-8").splitlines() if q.strip() and not q.startswith("#")]
     found = 0
     for question in questions:
         ids, scores = stored.top(question, 10)
-        expected_ids, expected_scores = reference.top(question, 10)
+        expected_ids, expected_scores = reference_top(reference, question, 10)
         assert ids.tolist() == expected_ids.tolist() and np.array_equal(scores, expected_scores), question
         found += ids.size > 0
     assert found > len(questions) / 2

@@ -29,7 +29,8 @@ from ingest.compact import compact_index
 from ingest.store import deleted_table, segments
 from schemas.errors import IndexFormatError
 from schemas.layout import MANIFEST, IndexPaths, read_current
-from schemas.tables import DOCUMENT_MAP_TABLES
+from schemas.records import MaskedDocument
+from schemas.tables import DOCUMENT_MAP_TABLES, SCHEMAS
 
 WORDS = "invoice refund overage webhook plan growth tier limit quota export archive ledger zurich".split()
 QUERIES = ["refund overage", "webhook quota limit", "zurich archive ledger", "plan growth"]
@@ -111,6 +112,7 @@ def test_a_one_file_reindex_writes_one_segment_of_that_file_and_masks_its_old_ro
     paths = IndexPaths(idx_dir)
     [old] = index.open(idx_dir).generation.manifest.segments
     stamps = {p.name: os.stat(p).st_mtime_ns for p in paths.segment(old.name).iterdir()}
+    before_chunks = len(index.open(idx_dir).chunks_of("docs/release-notes.txt"))
     edited = corpus / "docs" / "release-notes.txt"
     edited.write_bytes(edited.read_bytes() + b"\r\nVersion 9 adds audit exports.\r\n")
 
@@ -122,7 +124,9 @@ def test_a_one_file_reindex_writes_one_segment_of_that_file_and_masks_its_old_ro
     assert new.table("documents").column("doc_id").to_pylist() == ["docs/release-notes.txt"]
     for name in ("chunks", *DOCUMENT_MAP_TABLES):  # nothing of another document is written again
         assert set(new.table(name).column("doc_id").to_pylist()) <= {"docs/release-notes.txt"}, name
-    assert gen.live.deleted == {old.name: frozenset({"docs/release-notes.txt"})}
+    assert {name: set(docs) for name, docs in gen.live.deleted.items()} == {old.name: {"docs/release-notes.txt"}}
+    masked = gen.live.deleted[old.name]["docs/release-notes.txt"]
+    assert masked.n_vectors == before_chunks and masked.n_tokens > 0
     assert gen.manifest.segments[0].n_deleted == 1
     assert {p.name: os.stat(p).st_mtime_ns for p in paths.segment(old.name).iterdir()} == stamps  # never rewritten
     assert new.ref.vector_base == old.n_vectors  # vector ids go on; none is reused
@@ -232,8 +236,9 @@ def test_an_index_of_the_previous_format_is_refused_in_one_line_and_rebuilt_by_a
     assert fsck(idx_dir) == []
 
 
-def test_deleted_rows_name_segments_and_documents_in_order():
-    table = deleted_table({"b": {"y", "x"}, "a": {"z"}})
-    assert table.to_pylist() == [{"segment": "a", "doc_id": "z"}, {"segment": "b", "doc_id": "x"},
-                                 {"segment": "b", "doc_id": "y"}]
-    assert table.schema == pa.schema([("segment", pa.string()), ("doc_id", pa.string())])
+def test_deleted_rows_name_segments_documents_and_what_they_take_out_in_order():
+    rows = [MaskedDocument("b", "y", 10, 2, 30), MaskedDocument("b", "x", 5, 3, 40), MaskedDocument("a", "z", 0, 0, 0)]
+    table = deleted_table(rows)
+    assert [(r["segment"], r["doc_id"]) for r in table.to_pylist()] == [("a", "z"), ("b", "x"), ("b", "y")]
+    assert table.to_pylist()[1] == {"segment": "b", "doc_id": "x", "first_vector_id": 5, "n_vectors": 3, "n_tokens": 40}
+    assert table.schema == SCHEMAS["deleted"]
