@@ -19,7 +19,6 @@ from index.store import Generation
 from schemas.errors import IndexFormatError
 from schemas.layout import (
     DELETED_FILE,
-    FAISS_FILE,
     GENERATION_FILES,
     LEXICAL_FILE,
     SEGMENT_FILES,
@@ -29,6 +28,7 @@ from schemas.layout import (
     converted_suffix,
     read_current,
 )
+from schemas.manifest import ann_params
 from schemas.records import DocStatus, MediaType
 from schemas.tables import DOCUMENT_MAP_TABLES, META_LEXICAL, check_schema, office_run_records
 
@@ -61,6 +61,7 @@ def fsck(root: str | Path, generation: str | None = None) -> list[Fault]:
     if faults:
         return faults
     faults += _segments(gen)
+    faults += _shards(gen)
     faults += _counts(gen)
     faults += _documents_and_chunks(gen)
     faults += _offset_maps(gen)
@@ -156,15 +157,39 @@ def _counts(gen: Generation) -> list[Fault]:
     declared = sum(documents.column("n_chunks").to_pylist())
     if declared != chunks.num_rows:
         faults.append(Fault("documents.parquet", f"n_chunks sums to {declared}, chunks.parquet has {chunks.num_rows}"))
-    faiss_index = gen.faiss()
-    if faiss_index.ntotal != chunks.num_rows:
-        faults.append(Fault(FAISS_FILE, f"ntotal {faiss_index.ntotal} != {chunks.num_rows} chunks"))
-    elif not np.array_equal(np.sort(_faiss_ids(faiss_index)), np.sort(chunks.column("vector_id").to_numpy())):
-        faults.append(Fault(FAISS_FILE, "its ids are not the live chunks' vector ids"))
-    if faiss_index.d != m.model_dim:
-        faults.append(Fault(FAISS_FILE, f"dimension {faiss_index.d}, manifest says {m.model_dim}"))
     if sorted(documents.column("doc_id").to_pylist()) != sorted(m.files):
         faults.append(Fault("manifest.json", "files do not match documents.parquet"))
+    return faults
+
+
+def _shards(gen: Generation) -> list[Fault]:
+    """Each segment's vector shard is there, unchanged, of the generation's template, holding its
+    segment's vectors under their vector ids."""
+    import faiss
+
+    template = ann_params(gen.manifest).template
+    faults = []
+    if not gen.paths.ann_template(template).is_file():
+        return [Fault(f"ann/{template}/template.faiss", "missing")]
+    for segment in gen.segments:
+        path = gen.paths.ann_shard(template, segment.name)
+        where = str(path.relative_to(gen.paths.root))
+        try:
+            expected = json.loads(path.with_suffix(".json").read_text(encoding="utf-8"))["sha256"]
+        except (OSError, ValueError, KeyError):
+            faults.append(Fault(where, "missing, or its checksum file is"))
+            continue
+        if _sha256(path) != expected:
+            faults.append(Fault(where, "checksum differs from the one written with it"))
+            continue
+        shard = faiss.read_index(str(path))
+        base, n = segment.ref.vector_base, segment.ref.n_vectors
+        if shard.d != gen.manifest.model_dim:
+            faults.append(Fault(where, f"dimension {shard.d}, manifest says {gen.manifest.model_dim}"))
+        elif shard.ntotal != n or not np.array_equal(np.sort(_faiss_ids(shard)), np.arange(base, base + n)):
+            faults.append(Fault(where, f"does not hold the vector ids {base}..{base + n - 1} of its segment"))
+    if not faults and gen.faiss().ntotal != gen.manifest.n_chunks:
+        faults.append(Fault("ann", f"{gen.faiss().ntotal} live vectors for {gen.manifest.n_chunks} chunks"))
     return faults
 
 

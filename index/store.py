@@ -19,7 +19,7 @@ import numpy as np
 import pyarrow as pa
 
 from schemas.errors import IndexFormatError
-from schemas.layout import DELETED_FILE, FAISS_FILE, GENERATION_FILES, IndexPaths, read_current
+from schemas.layout import DELETED_FILE, GENERATION_FILES, IndexPaths, read_current
 from schemas.manifest import ann_params, read_manifest
 from schemas.records import Manifest
 from schemas.segments import RowGroups, SegmentFiles, open_segments, read_deleted, whole  # noqa: F401 - RowGroups
@@ -27,8 +27,8 @@ from schemas.tables import doc_slices, with_metadata
 
 
 class Generation:
-    """One immutable generation: its manifest, its segments (tables, vectors, BM25 postings) with its
-    deletions applied, FAISS. Opening it maps files and reads metadata; rows are read on first use."""
+    """One immutable generation: its manifest, its segments (tables, vectors, BM25 postings, FAISS
+    shards) with its deletions applied. Opening it maps files and reads metadata; rows are read on first use."""
 
     def __init__(self, paths: IndexPaths, name: str) -> None:
         self.paths = paths
@@ -45,6 +45,14 @@ class Generation:
                 raise IndexFormatError(f"{self.dir / file_name}: missing") from None
         deleted = read_deleted(self._files[DELETED_FILE], str(self.dir / DELETED_FILE))
         self.live = open_segments(paths.segments, self.manifest.segments, self.manifest.model_dim, deleted)
+        template = ann_params(self.manifest).template
+        self._shard_files = []
+        for segment in self.segments:
+            path = paths.ann_shard(template, segment.name)
+            try:
+                self._shard_files.append((segment, pa.memory_map(str(path))))
+            except FileNotFoundError:
+                raise IndexFormatError(f"{path}: missing (the vector shard of segment {segment.name})") from None
         self._tables: dict[str, pa.Table] = {}
         self._lock = threading.Lock()
         self._faiss = None
@@ -100,18 +108,71 @@ class Generation:
         all_ids = np.concatenate(ids) if ids else np.zeros(0, dtype=np.int64)
         return all_ids, self.live.vectors_of(all_ids)
 
-    def faiss(self):
-        """The FAISS index, with the search parameters the manifest records (nprobe, efSearch)."""
+    def faiss(self) -> VectorShards:
+        """The vector index: each segment's shard, searched as the manifest says (nprobe, efSearch)."""
         if self._faiss is None:
             import faiss
 
-            from ingest.store import apply_search_params
-
-            serialized = np.frombuffer(whole(self._files[FAISS_FILE]), dtype=np.uint8)
-            index = faiss.deserialize_index(serialized)
-            apply_search_params(index, ann_params(self.manifest))
-            self._faiss = index
+            shards = [(faiss.deserialize_index(np.frombuffer(whole(mapped), dtype=np.uint8)),
+                       self.live.dead_vector_ids(segment)) for segment, mapped in self._shard_files]
+            self._faiss = VectorShards(shards, ann_params(self.manifest))
         return self._faiss
+
+
+class VectorShards:
+    """A generation's vector index: one FAISS shard per segment, each searched with its masked
+    vector ids excluded, the best hits over all kept (``ingest.store.ann_shards``)."""
+
+    def __init__(self, shards: list[tuple[object, np.ndarray]], params) -> None:
+        """``shards``: (a FAISS index, the vector ids in it that are masked) per segment."""
+        import faiss
+
+        from ingest.store import apply_search_params
+
+        self.params = params
+        self.shards = []
+        self._selectors = []
+        for index, dead in shards:
+            apply_search_params(index, params)
+            batch = faiss.IDSelectorBatch(dead) if len(dead) else None
+            selector = faiss.IDSelectorNot(batch) if batch is not None else None
+            self._selectors.append(batch)  # IDSelectorNot holds a raw pointer to it: kept alive here
+            self.shards.append((index, dead, selector))
+        self.ntotal = sum(index.ntotal - len(dead) for index, dead, _ in self.shards)
+        self.d = self.shards[0][0].d if self.shards else 0
+
+    def search(self, queries: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
+        """(scores, vector ids) of the ``k`` best live vectors per query, best first (id -1: none)."""
+        queries = np.ascontiguousarray(queries, dtype=np.float32)
+        found_scores, found_ids = [], []
+        for index, _, selector in self.shards:
+            if index.ntotal == 0:
+                continue
+            scores, ids = index.search(queries, min(k, index.ntotal), params=self._parameters(index, selector))
+            found_scores.append(scores)
+            found_ids.append(ids)
+        out_scores = np.full((len(queries), k), -np.inf, dtype=np.float32)
+        out_ids = np.full((len(queries), k), -1, dtype=np.int64)
+        if not found_ids:
+            return out_scores, out_ids
+        scores, ids = np.hstack(found_scores), np.hstack(found_ids)
+        for row in range(len(queries)):
+            valid = ids[row] >= 0
+            order = np.lexsort((ids[row][valid], -scores[row][valid]))[:k]
+            out_scores[row, : len(order)] = scores[row][valid][order]
+            out_ids[row, : len(order)] = ids[row][valid][order]
+        return out_scores, out_ids
+
+    def _parameters(self, index, selector):
+        import faiss
+
+        ivf = faiss.try_extract_index_ivf(index)
+        if ivf is not None:
+            return faiss.SearchParametersIVF(sel=selector, nprobe=int(ivf.nprobe)) if selector else None
+        inner = faiss.downcast_index(index.index) if isinstance(index, faiss.IndexIDMap2) else index
+        if isinstance(inner, faiss.IndexHNSW):
+            return faiss.SearchParametersHNSW(sel=selector, efSearch=int(inner.hnsw.efSearch)) if selector else None
+        return faiss.SearchParameters(sel=selector) if selector else None
 
 
 def open_generation(paths: IndexPaths, name: str | None = None) -> Generation:

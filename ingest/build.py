@@ -21,13 +21,12 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import numpy as np
 import pyarrow.compute as pc
 
 from ingest.corpus import CorpusFile, SkippedFile, discover
 from ingest.embed import Embedder, VectorQueue
 from ingest.run import Executor, LocalExecutor
-from ingest.store import build_ann, check_factory, plan_index, update_ann, update_reason
+from ingest.store import build_vector_index, check_factory, plan_index
 from ingest.formats import LayoutError, LayoutStats, close_shared_browser, layout_engine
 from ingest.formats import OfficeLayoutStats, office_renderer_engine, office_renderer_unavailable
 from ingest.store import BuildLock
@@ -43,10 +42,10 @@ from ingest.store import masked_refs, plan_merge, write_merged
 from ingest.store import SPILL_FOLDER, read_spill
 from ingest.run import EMBED_TEXT, DocResult, FileJob, WorkerSettings
 from ingest.store import SegmentWriter, deleted_table, system_memory_pool, write_generation
-from schemas.ann import AUTO_FACTORY
+from schemas.ann import AUTO_FACTORY, AnnParams
 from schemas.embedding import Device, EmbedBackend
 from schemas.errors import CorpusError
-from schemas.layout import FAISS_FILE, IndexPaths, read_current
+from schemas.layout import IndexPaths, read_current
 from schemas.limits import MAX_DOC_CHARS, MAX_FILE_MB, MAX_PDF_PAGES
 from schemas.records import ChunkerSettings, DocStatus, Manifest, MediaType, OcrSettings
 from schemas.segments import Deletions, open_segments
@@ -276,7 +275,6 @@ def _write_generation(corpus, paths, settings, model, executor, embedder, live, 
     )
     files_sha: dict[str, str] = {}
     masked: Deletions = {name: dict(docs) for name, docs in live.generation.deleted.items()} if live else {}
-    gone: list[np.ndarray] = []  # vector ids of the chunks masked in their segments: the vector index drops them
     n_live_chunks = live.generation.manifest.n_chunks if live else 0
     corpus_root = None if settings.follow_symlinks else found.root
     # Closed on the way out: a build that stops (a full disk) does not wait for the files in flight.
@@ -290,7 +288,6 @@ def _write_generation(corpus, paths, settings, model, executor, embedder, live, 
         old = live.masked_document(doc_id)
         if old is not None:
             masked.setdefault(old.segment, {})[doc_id] = old
-            gone.append(np.arange(old.first_vector_id, old.first_vector_id + old.n_vectors, dtype=np.int64))
             n_live_chunks -= old.n_vectors
 
     with contextlib.closing(results):
@@ -350,11 +347,11 @@ def _write_generation(corpus, paths, settings, model, executor, embedder, live, 
     # The new segment (unless nothing changed), then at most one merge.
     refs = [*live.generation.manifest.segments] if live else []
     refs = masked_refs(refs, masked)
-    added_ids = np.arange(next_id, vectors.next_id, dtype=np.int64)
     if writer.n_documents:
         ref = writer.finish(report.generation, next_id)
         report.lexical_seconds += writer.lexical_seconds
         os.rename(writer.gen_dir, paths.segment(ref.name))
+        fsync_dir(paths.segments)  # the rename is durable before any generation names the segment
         refs.append(ref)
     else:
         writer.abort()
@@ -363,19 +360,15 @@ def _write_generation(corpus, paths, settings, model, executor, embedder, live, 
     final = open_segments(paths.segments, refs, embedder.dim, masked)
     to_merge = plan_merge(refs, everything=settings.merge_all)
     if to_merge:
-        merged, merged_gone = write_merged(paths, final, to_merge, report.generation, next_id, embedder.model_id,
-                                           embedder.dim)
+        merged, _ = write_merged(paths, final, to_merge, report.generation, next_id, embedder.model_id, embedder.dim)
         next_id += merged.n_vectors
         report.merged = len(to_merge)
-        gone.append(merged_gone)
-        added_ids = np.concatenate([added_ids[~np.isin(added_ids, merged_gone)],
-                                    np.arange(merged.vector_base, next_id, dtype=np.int64)])
         refs = [r for r in refs if r.name not in to_merge] + [merged]
         masked = {k: v for k, v in masked.items() if k not in to_merge}
         final = open_segments(paths.segments, refs, embedder.dim, masked)
     report.segments = len(refs)
-    faiss_index, ann, faiss_warning = vector_index(final, settings.faiss_factory, live.generation if live else None,
-                                                   gone, added_ids, n_live_chunks, report)
+    ann, faiss_warning = vector_index(paths, final, settings.faiss_factory,
+                                      live.generation.manifest if live else None, n_live_chunks, report)
     manifest = Manifest(
         format_version=FORMAT_VERSION,
         generation=report.generation,
@@ -401,8 +394,7 @@ def _write_generation(corpus, paths, settings, model, executor, embedder, live, 
         segments=tuple(refs),
         next_vector_id=next_id,
     )
-    return write_generation(generation_tmp, manifest, deleted_table(m for docs in masked.values() for m in docs.values()),
-                            faiss_index)
+    return write_generation(generation_tmp, manifest, deleted_table(m for docs in masked.values() for m in docs.values()))
 
 
 def _add_rows(table_name: str, rows, writer: SegmentWriter, report: BuildReport) -> None:
@@ -421,35 +413,20 @@ def _copy_spilled(table_name: str, path, writer: SegmentWriter, vectors: VectorQ
             _add_rows(table_name, rows, writer, report)
 
 
-def vector_index(final, factory: str, live, gone: list[np.ndarray], added_ids: np.ndarray,
-                 n_live: int, report: BuildReport):
-    """The FAISS index of the new generation: the live one updated in place (the ids of masked and
-    merged chunks removed, the new segments' added) when it can be, else one built anew from every
-    live vector. Returns (index, its parameters, warning)."""
+def vector_index(paths: IndexPaths, final, factory: str, live_manifest: Manifest | None, n_live: int,
+                 report: BuildReport) -> tuple[AnnParams, str]:
+    """The shards of the new generation's vector index (``ingest.store.ann_shards``): its new
+    segments' only, while the live template serves. Returns (its parameters, a warning)."""
+    from schemas.manifest import ann_params
+
     started = time.perf_counter()
     planned = plan_index(n_live, factory)
-    reason = "no live generation to update"
-    if live is not None:
-        from schemas.manifest import ann_params
-
-        current = ann_params(live.manifest)
-        reason = update_reason(current, planned, report.chunks_embedded)
-        if not reason and current.requested != planned.requested:
-            reason = f"--faiss-factory changed from {current.requested} to {planned.requested}"
-        if not reason:
-            import faiss
-
-            index = faiss.read_index(str(live.dir / FAISS_FILE))
-            removed = np.concatenate(gone) if gone else np.zeros(0, dtype=np.int64)
-            index, ann = update_ann(index, current, removed, added_ids, final.vectors_of(added_ids), n_live,
-                                    report.chunks_embedded)
-            report.ann_factory, report.ann_updated, report.ann_seconds = ann.factory, True, time.perf_counter() - started
-            return index, ann, ""
-    ids = [final.live_vector_ids(segment) for segment in final.segments]
-    all_ids = np.concatenate(ids) if ids else np.zeros(0, dtype=np.int64)
-    index, ann, warning = build_ann(final.vectors_of(all_ids), planned, all_ids)
-    report.ann_factory, report.ann_reason, report.ann_seconds = ann.factory, reason, time.perf_counter() - started
-    return index, ann, warning
+    live = ann_params(live_manifest) if live_manifest is not None else None
+    ann, reason, warning, written = build_vector_index(paths, final, live, planned, report.chunks_embedded,
+                                                      final.segments[0].dim if final.segments else 0)
+    report.ann_factory, report.ann_updated, report.ann_reason = ann.factory, not reason, reason
+    report.ann_seconds = time.perf_counter() - started
+    return ann, warning
 
 
 def _process_all(executor: Executor, files: list[CorpusFile], corpus_root: str | None, spill_dir: Path, paths,

@@ -15,8 +15,6 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-import numpy as np
-
 from ingest.build import BuildReport, vector_index, next_generation_name, remove_debris, writing_index
 from ingest.store import BuildLock, deleted_table, fsync_dir, plan_merge, publish
 from ingest.store import retire_generations, write_generation, write_merged
@@ -52,18 +50,16 @@ def compact_index(index_dir: str | Path, *, keep_generations: int = 3, wait_for_
         name = next_generation_name(paths)
         generation_tmp = paths.generations / f".{name}.tmp-{os.getpid()}"
         try:
-            merged, replaced = write_merged(paths, live.live, names, name, m.next_vector_id, m.model_id, m.model_dim)
+            merged, _ = write_merged(paths, live.live, names, name, m.next_vector_id, m.model_id, m.model_dim)
             refs = [merged]
             final = open_segments(paths.segments, refs, m.model_dim, {})
             report = BuildReport(generation=name)
-            faiss_index, ann, warning = vector_index(final, ann_requested(m), live, [replaced],
-                                                     np.arange(merged.vector_base, merged.vector_base + merged.n_vectors),
-                                                     merged.n_vectors, report)
+            ann, warning = vector_index(paths, final, ann_requested(m), m, merged.n_vectors, report)
             manifest = dataclasses.replace(
                 m, generation=name, created_at=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), segments=tuple(refs),
                 next_vector_id=merged.vector_base + merged.n_vectors, faiss_factory=ann.factory, ann=ann,
                 warnings=tuple(w for w in [warning] if w))
-            write_generation(generation_tmp, manifest, deleted_table([]), faiss_index)
+            write_generation(generation_tmp, manifest, deleted_table([]))
             os.rename(generation_tmp, paths.generation(name))
             fsync_dir(paths.generations)
             publish(paths, name)

@@ -27,6 +27,7 @@ class AnnParams:
     trained_on: int = 0
     added_since_training: int = 0
     requested: str = AUTO_FACTORY  # what the build was asked for: "auto" or a factory string
+    template: str = ""  # the trained, empty index every segment's shard is a copy of (ann/<template>/)
 
     @property
     def approximate(self) -> bool:

@@ -4,9 +4,10 @@
 INDEX/
   CURRENT                 name of the live generation, replaced atomically
   LOCK                    held by the one build running on this index
-  segments/<seg>/         immutable rows of some documents: every table, vectors.f32, segment.json
+  segments/<seg>/         immutable rows of some documents: every table, vectors.f32, lexical.parquet, segment.json
+  ann/<template>/         a trained empty FAISS index (template.faiss) and each segment's shard of it
   generations/<gen>/      one complete, immutable generation: manifest.json (its segments),
-                          deleted.parquet (documents it masks in them), vectors.faiss, lexical.parquet
+                          deleted.parquet (documents it masks in them)
   texts/<hex>.txt         document texts by doc_version, shared by generations
   sources/<sha256>.<ext>  original files by content hash (the viewer renders them)
   sources/<sha256>.decoded.html   HTML sources as decoded: what src offsets index
@@ -53,7 +54,7 @@ DELETED_FILE = "deleted.parquet"  # (segment, doc_id): the documents a generatio
 # Every file of a segment besides its manifest, in the order they are checked.
 SEGMENT_FILES = (*TABLE_FILES.values(), VECTORS_FILE, LEXICAL_FILE)
 # Every file of a complete generation besides its manifest.
-GENERATION_FILES = (DELETED_FILE, FAISS_FILE)
+GENERATION_FILES = (DELETED_FILE,)
 
 
 @dataclass(frozen=True, slots=True)
@@ -78,6 +79,19 @@ class IndexPaths:
 
     def segment(self, name: str) -> Path:
         return self.segments / name
+
+    @property
+    def ann(self) -> Path:
+        return self.root / "ann"
+
+    def ann_template(self, template: str) -> Path:
+        """The trained, empty FAISS index every shard of a template is a copy of."""
+        return self.ann / template / "template.faiss"
+
+    def ann_shard(self, template: str, segment: str) -> Path:
+        """A segment's vectors in a copy of ``template`` (ids: its vector ids); beside it, ``.json``
+        holds its checksum."""
+        return self.ann / template / f"{segment}.faiss"
 
     @property
     def texts(self) -> Path:

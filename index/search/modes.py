@@ -103,9 +103,9 @@ def dense_search(index, query: str, k: int) -> list[SearchHit]:
     if k <= 0 or index.n_chunks == 0:
         return []
     vector = index.embedder().embed([embed_text(replace_surrogates(query))])
-    faiss_index = index.generation.faiss()  # searched as the manifest says (nprobe, efSearch)
+    shards = index.generation.faiss()  # each segment's shard, searched as the manifest says (nprobe, efSearch)
     depth = min(k + HIDDEN_MARGIN, index.n_chunks)
-    scores, ids = faiss_index.search(np.ascontiguousarray(vector, dtype=np.float32), depth)
+    scores, ids = shards.search(np.ascontiguousarray(vector, dtype=np.float32), depth)
     found = [(index.chunk_at_vector(int(i)), float(s)) for s, i in zip(scores[0], ids[0]) if i >= 0]
     found = [(chunk, s) for chunk, s in found if not _all_hidden(index, chunk)][:k]
     return [hit_of(chunk, rank, s) for rank, (chunk, s) in enumerate(found, start=1)]

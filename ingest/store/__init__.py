@@ -12,7 +12,8 @@ allows one build per index; ``publish`` makes files durable and a generation liv
 import lazy_loader
 
 __getattr__, __dir__, __all__ = lazy_loader.attach(__name__, submod_attrs={
-    "faiss_index": ["apply_search_params", "build_ann", "check_factory", "plan_index", "update_ann", "update_reason"],
+    "ann_shards": ["build_vector_index", "write_shards"],
+    "faiss_index": ["apply_search_params", "build_ann", "check_factory", "plan_index"],
     "lexical": ["B", "K1", "METHOD", "TOKENIZER_VERSION", "bm25_weights", "lexical_table", "lexical_texts",
                 "lexical_tokens", "write_lexical"],
     "lock": ["BuildLock"],

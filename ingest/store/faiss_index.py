@@ -4,8 +4,7 @@
 file above it, ``IVF{nlist},SQ8`` with ``nlist`` about 4·sqrt(n) and ``nprobe`` chosen so that
 recall@10 against exact search stays at or above 0.95 (benchmarks/ann.py measured it at 100k
 and 1M vectors; the README gives the table). HNSW answers as fast but cannot remove a vector,
-so a reindex would rebuild it from scratch (minutes at a million vectors); an inverted file
-removes and adds the changed vectors in place.
+and its shards are searched with the masked ids excluded as Flat and IVF shards are.
 
 Ids in the FAISS index are ``chunks.vector_id``. An inverted file stores them itself
 (``add_with_ids``); it is never wrapped in ``IndexIDMap2``, whose ``remove_ids`` compacts its
@@ -13,8 +12,8 @@ id table while the inverted lists keep their old positions, so every later hit w
 with a neighbour's id. Flat and HNSW indexes are wrapped (they cannot store ids).
 
 Vector ids are stable: a segment's chunks keep theirs for as long as the segment lives (a merge
-gives the merged rows new ones). So an update removes the ids of the chunks a build masked or
-merged away and adds the new segment's, and every other entry stays as it is.
+gives the merged rows new ones). Each segment has its own shard of the index
+(``ingest.store.ann_shards``), a copy of one trained template.
 """
 
 from __future__ import annotations
@@ -223,40 +222,3 @@ def search_params_of(index) -> tuple[int, int]:
     ivf = faiss.try_extract_index_ivf(index)
     hnsw = _hnsw_of(index)
     return (int(ivf.nprobe) if ivf is not None else 0, int(hnsw.hnsw.efSearch) if hnsw is not None else 0)
-
-
-def update_reason(live: AnnParams, planned: AnnParams, n_added: int) -> str:
-    """Why the live index cannot be updated in place into the planned one ("" when it can);
-    ``n_added``: vectors new to the index (re-added known vectors move no centroid)."""
-    if live.factory.split(",")[0].startswith("HNSW"):
-        return f"{live.factory} cannot remove vectors: rebuilt"
-    if live.factory != planned.factory:
-        return f"the index changes from {live.factory} to {planned.factory}"
-    churn = live.added_since_training + n_added
-    if live.trained_on and churn > RETRAIN_CHURN * live.trained_on:
-        return f"{churn} vectors added since the quantizer was trained on {live.trained_on}: retrained"
-    return ""
-
-
-def update_ann(index, live: AnnParams, gone: np.ndarray, added_ids: np.ndarray, added_vectors: np.ndarray,
-               n_live: int, n_new: int | None = None) -> tuple[object, AnnParams]:
-    """The live index turned into the new generation's: the ``gone`` ids removed, the added ones
-    added; every other entry stays. A Flat index (``IndexIDMap2``, whose removal keeps the order
-    of what remains) and an inverted file (which stores its ids) both remove in place.
-
-    The result holds exactly what a rebuild with the same trained quantizer would hold, so
-    every search gives the same hits.
-    """
-    import faiss
-
-    if len(gone):
-        index.remove_ids(faiss.IDSelectorBatch(np.asarray(gone, dtype=np.int64)))
-    if len(added_ids):
-        add_vectors(index, added_vectors, np.asarray(added_ids, dtype=np.int64))
-    if index.ntotal != n_live:
-        raise SpanindexError(f"index update left {index.ntotal} vectors for {n_live} chunks")
-    trained = live.trained_on > 0
-    new = len(added_ids) if n_new is None else n_new  # vectors never in the index before
-    updated = dataclasses.replace(live, added_since_training=live.added_since_training + (new if trained else 0))
-    apply_search_params(index, updated)
-    return index, updated

@@ -245,8 +245,9 @@ def bm25_weights(counts: np.ndarray, lengths: np.ndarray, doc_freq: int, n_chunk
     (so equal to the bit): the IDF ``log(1 + (N - df + 0.5) / (df + 0.5))`` in float64 rounded to
     float32, times ``tf / (k1 * (1 - b + b * len / avg_len) + tf)`` in float64, rounded to float32.
 
-    >>> bm25_weights(np.array([1, 2]), np.array([4, 4]), doc_freq=2, n_chunks=4, average=4.0).round(4).tolist()
-    [0.2356, 0.3365]
+    >>> weights = bm25_weights(np.array([1, 2]), np.array([4, 4]), doc_freq=2, n_chunks=4, average=4.0)
+    >>> [round(float(w), 4) for w in weights]  # log 2 · 1/2.5, log 2 · 2/3.5
+    [0.2773, 0.3961]
     """
     idf = np.float32(math.log(1 + (n_chunks - doc_freq + 0.5) / (doc_freq + 0.5)))
     tf = counts.astype(np.float64)

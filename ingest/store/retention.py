@@ -13,7 +13,7 @@ import shutil
 from ingest.store.previous import PublishedGeneration
 from schemas.errors import IndexFormatError
 from schemas.layout import IndexPaths, read_current, version_hex
-from schemas.manifest import read_manifest
+from schemas.manifest import ann_params, read_manifest
 
 
 def retire_generations(paths: IndexPaths, *, keep: int = 3, keep_texts: bool = False) -> list[str]:
@@ -34,19 +34,37 @@ def remove_unreferenced_segments(paths: IndexPaths) -> list[str]:
     if not paths.segments.is_dir():
         return []
     referenced: set[str] = set()
+    templates: set[str] = set()
     for generation in paths.generations.iterdir():
         if not generation.name.isdigit():
             continue
         try:
-            referenced.update(ref.name for ref in read_manifest(generation).segments)
+            manifest = read_manifest(generation)
         except IndexFormatError:
             return []  # cannot tell what is referenced: remove nothing
+        referenced.update(ref.name for ref in manifest.segments)
+        templates.add(ann_params(manifest).template)
     removed = []
     for segment in paths.segments.iterdir():
         if not segment.name.startswith(".") and segment.name not in referenced:
             shutil.rmtree(segment, ignore_errors=True)
             removed.append(segment.name)
+    _remove_unreferenced_shards(paths, referenced, templates)
     return removed
+
+
+def _remove_unreferenced_shards(paths: IndexPaths, segments: set[str], templates: set[str]) -> None:
+    """Vector shards of templates or segments no generation on disk reads (and a build's debris)."""
+    if not paths.ann.is_dir():
+        return
+    for folder in paths.ann.iterdir():
+        if folder.name not in templates:
+            shutil.rmtree(folder, ignore_errors=True)
+            continue
+        for path in folder.iterdir():
+            segment = path.name.split(".", 1)[0]
+            if path.name.startswith(".") or (segment != "template" and segment not in segments):
+                path.unlink(missing_ok=True)
 
 
 def collect_garbage(paths: IndexPaths, *, keep_texts: bool = False) -> None:

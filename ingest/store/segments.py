@@ -22,6 +22,7 @@ import numpy as np
 import pyarrow as pa
 
 from ingest.store.lexical import lexical_texts, lexical_tokens
+from ingest.store.publish import fsync_dir
 from ingest.store.write import SegmentWriter
 from schemas.errors import IndexFormatError
 from schemas.records import MaskedDocument, SegmentRef
@@ -102,6 +103,7 @@ def write_merged(paths, live: LiveSegments, names: list[str], generation: str, v
         replaced = merge_segments(live, names, writer, vector_base)
         ref = writer.finish(name, vector_base)
         os.rename(tmp, paths.segment(name))
+        fsync_dir(paths.segments)
     except BaseException:
         writer.abort()
         shutil.rmtree(tmp, ignore_errors=True)

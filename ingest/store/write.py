@@ -25,7 +25,7 @@ import pyarrow.parquet as pq
 
 from ingest.store.lexical import POSTINGS_BATCH, TOKENIZER_VERSION, lexical_texts, write_lexical
 from ingest.store.publish import fsync_dir, fsync_file
-from schemas.layout import DELETED_FILE, FAISS_FILE, LEXICAL_FILE, MANIFEST, SEGMENT_FILES, SEGMENT_MANIFEST, TABLE_FILES, VECTORS_FILE
+from schemas.layout import DELETED_FILE, LEXICAL_FILE, MANIFEST, SEGMENT_FILES, SEGMENT_MANIFEST, TABLE_FILES, VECTORS_FILE
 from schemas.manifest import manifest_to_json, segment_to_json
 from schemas.records import DocumentRecord, Manifest, MaskedDocument, SegmentRef
 from schemas.tables import SCHEMAS, documents_table, with_metadata
@@ -231,19 +231,14 @@ def _naming(path: Path) -> Iterator[None]:
         raise OSError(exc.errno, exc.strerror or str(exc), str(path)) from exc
 
 
-def write_generation(gen_dir: Path, manifest: Manifest, deleted: pa.Table, faiss_index) -> Manifest:
-    """A generation's own files beside its segments: its deletions, FAISS, and the manifest last;
-    all fsynced. Returns the manifest as written."""
-    import faiss
-
+def write_generation(gen_dir: Path, manifest: Manifest, deleted: pa.Table) -> Manifest:
+    """A generation's own files beside its segments and vector shards: its deletions, and the
+    manifest last; all fsynced. Returns the manifest as written."""
     gen_dir.mkdir(parents=True, exist_ok=False)
     with _naming(gen_dir / DELETED_FILE):
         pq.write_table(deleted.cast(with_metadata("deleted", manifest.model_id, manifest.model_dim)),
                        gen_dir / DELETED_FILE, compression="zstd")
-    with _naming(gen_dir / FAISS_FILE), open(gen_dir / FAISS_FILE, "wb") as out:
-        # Through Python, not faiss.write_index(path): a full disk is then an OSError with its errno.
-        faiss.write_index(faiss_index, faiss.PyCallbackIOWriter(lambda block: out.write(block), 1 << 20))
-    checksums = {name: file_sha256(gen_dir / name) for name in (DELETED_FILE, FAISS_FILE)}
+    checksums = {name: file_sha256(gen_dir / name) for name in (DELETED_FILE,)}
     manifest = dataclasses.replace(manifest, table_sha256=checksums, lexical_tokenizer_version=TOKENIZER_VERSION)
     with _naming(gen_dir / MANIFEST):
         (gen_dir / MANIFEST).write_text(manifest_to_json(manifest), encoding="utf-8")

@@ -8,7 +8,6 @@ import threading
 import time
 from pathlib import Path
 
-import numpy as np
 import pyarrow.parquet as pq
 import pytest
 
@@ -129,8 +128,7 @@ def test_rebuilding_an_unchanged_corpus_parses_nothing_and_gives_identical_rows(
     assert gen2.manifest.segments == gen1.manifest.segments  # nothing written again: the same segment serves
     assert all((a == b).all() for a, b in zip(gen1.vectors(), gen2.vectors()))
     assert gen1.faiss().ntotal == gen2.faiss().ntotal == first.chunks
-    ids = np.arange(first.chunks)
-    assert (gen1.faiss().reconstruct_batch(ids) == gen2.faiss().reconstruct_batch(ids)).all()
+    assert gen2.manifest.ann == gen1.manifest.ann  # the same template and shard serve
 
 
 def test_faiss_factories_train_fall_back_or_are_refused_up_front(tmp_path):

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import collections
 import json
+import os
 import random
 import re
 import shutil
@@ -22,6 +23,7 @@ from index.fsck import fsck
 from index.citations.verify import Verifier, resolve
 from ingest.build import BuildSettings, build_index
 from schemas.citations import Claim, ClaimVerdict, DriftStatus, Support
+from schemas.manifest import read_manifest
 from schemas.record_json import read_records, record_line
 
 from conftest import ROOT, SAMPLE_CORPUS, SHARED_CORPUS, WAIT_S, spanindex
@@ -347,6 +349,12 @@ def test_a_build_killed_at_any_moment_leaves_a_whole_generation_serving(tmp_path
         live = dict(index.open(idx_dir).manifest.files)
         _build(corpus, idx_dir)  # the next build: cleans the debris and completes
         assert not list((idx_dir / "generations").glob(".*tmp*")), "debris left after the next build"
+        assert not list((idx_dir / "segments").glob(".*tmp*")) and not list((idx_dir / "ann").glob("*/.*tmp*"))
+        gen = index.open(idx_dir).generation
+        read = {s.name for s in gen.manifest.segments}  # no segment or shard that no generation reads
+        kept = {s.name for name in os.listdir(idx_dir / "generations")
+                for s in read_manifest(idx_dir / "generations" / name).segments}
+        assert read <= kept == {p.name for p in (idx_dir / "segments").iterdir()}
         new_state = dict(index.open(idx_dir).manifest.files)
         assert live in (state, new_state), f"run {run}: the live generation is neither the old nor the new corpus"
         outcomes["previous" if live == state else "new"] += 1

@@ -87,22 +87,26 @@ def test_search_parameters_are_the_manifests_when_an_index_is_opened(tmp_path, m
     raw["ann"]["nprobe"] = 3  # FAISS wrote 16 into its own file: the manifest must win
     manifest_path.write_text(json.dumps(raw))
     opened = index.open(idx_dir, embedder=HashingEmbedder())
-    assert faiss_index.search_params_of(opened.generation.faiss()) == (3, 0)
+    assert {faiss_index.search_params_of(shard) for shard, _, _ in opened.generation.faiss().shards} == {(3, 0)}
     assert opened.search("overage price per 1,000 API calls", k=3)
 
     hnsw_dir = tmp_path / "hnsw"
     _build(SAMPLE_CORPUS, hnsw_dir, faiss_factory="HNSW16")
     assert _manifest(hnsw_dir).ann.ef_search == faiss_index.DEFAULT_EF_SEARCH
     reopened = index.open(hnsw_dir, embedder=HashingEmbedder())
-    assert faiss_index.search_params_of(reopened.generation.faiss()) == (0, faiss_index.DEFAULT_EF_SEARCH)
+    assert {faiss_index.search_params_of(shard) for shard, _, _ in reopened.generation.faiss().shards} == {
+        (0, faiss_index.DEFAULT_EF_SEARCH)}
 
 
-def test_a_reindex_updates_the_inverted_file_in_place_with_the_hits_of_a_rebuild(tmp_path, monkeypatch):
+def test_a_reindex_writes_the_new_segments_shard_only_with_the_hits_of_a_rebuild(tmp_path, monkeypatch):
     monkeypatch.setattr(faiss_index, "FLAT_MAX_VECTORS", 50)
     corpus = shutil.copytree(SAMPLE_CORPUS, tmp_path / "corpus")
     idx_dir = tmp_path / "idx"
     first = _build(corpus, idx_dir)
     before = _manifest(idx_dir).ann
+    paths = IndexPaths(idx_dir)
+    [old_shard] = [p for p in (paths.ann / before.template).glob("*.faiss") if p.name != "template.faiss"]
+    stamp = old_shard.stat().st_mtime_ns
     policy = corpus / "docs" / "long-policy.md"
     policy.write_text(policy.read_text().replace("Security Council", "Security Board") + "\n\nA closing paragraph.\n")
     (corpus / "web" / "no-charset.html").unlink()
@@ -110,28 +114,29 @@ def test_a_reindex_updates_the_inverted_file_in_place_with_the_hits_of_a_rebuild
     assert second.changed == 1 and second.removed == 1 and second.chunks_embedded > 0
     assert second.ann_updated, second.ann_reason
     after = _manifest(idx_dir).ann
-    assert after.factory == before.factory and after.trained_on == first.chunks
+    assert after.factory == before.factory and after.trained_on == first.chunks and after.template == before.template
     assert after.added_since_training == second.chunks_embedded
+    assert old_shard.stat().st_mtime_ns == stamp  # the old segment's shard is never written again
     assert fsck(idx_dir) == []
 
     opened = index.open(idx_dir, embedder=HashingEmbedder())
-    updated = opened.generation.faiss()
+    shards = opened.generation.faiss()
+    assert len(shards.shards) == 2 and shards.ntotal == opened.n_chunks
     ids, vectors = opened.generation.vectors()
-    rebuilt = faiss.clone_index(updated)  # the same trained quantizer, filled from scratch
-    rebuilt.reset()
-    rebuilt.add_with_ids(np.ascontiguousarray(vectors), ids)
+    rebuilt = faiss.read_index(str(paths.ann_template(after.template)))  # the same trained quantizer
+    rebuilt.add_with_ids(np.ascontiguousarray(vectors), ids)  # only the live vectors
     row_of = {v: i for i, v in enumerate(ids.tolist())}
     changed = [row_of[c.vector_id] for c in opened.chunks_of("docs/long-policy.md")]
     for nprobe in (after.nprobe, 64):
-        for idx in (updated, rebuilt):
-            faiss.extract_index_ivf(idx).nprobe = nprobe
-        got_scores, got = updated.search(vectors[changed], 5)
+        for shard, _, _ in shards.shards:
+            faiss.extract_index_ivf(shard).nprobe = nprobe
+        faiss.extract_index_ivf(rebuilt).nprobe = nprobe
+        got_scores, got = shards.search(vectors[changed], 5)
         want_scores, want = rebuilt.search(vectors[changed], 5)
         np.testing.assert_allclose(got_scores, want_scores, atol=1e-5)
         assert [set(g) for g in got] == [set(w) for w in want]
     # and each changed chunk is found under its own id
-    faiss.extract_index_ivf(updated).nprobe = 64
-    _, top = updated.search(vectors[changed], 1)
+    _, top = shards.search(vectors[changed], 1)
     assert np.mean(top[:, 0] == ids[changed]) > 0.9
 
 

@@ -15,7 +15,6 @@ import shutil
 
 import duckdb
 import numpy as np
-import pyarrow as pa
 import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
