@@ -281,7 +281,7 @@ def _write_generation(corpus, paths, settings, model, executor, embedder, live, 
     spill_dir = writer.gen_dir / SPILL_FOLDER  # removed below; with the segment if the build fails
     spill_dir.mkdir()
     results = _process_all(executor, files, corpus_root, spill_dir, paths, settings, model, reusable,
-                           bool(report.html_layout), report.office_layout)
+                           bool(report.html_layout), report.office_layout, live.stats if live else {})
 
     def mask(doc_id: str) -> None:  # the live rows of a changed or removed document stop being live
         nonlocal n_live_chunks
@@ -431,7 +431,7 @@ def vector_index(paths: IndexPaths, final, factory: str, live_manifest: Manifest
 
 def _process_all(executor: Executor, files: list[CorpusFile], corpus_root: str | None, spill_dir: Path, paths,
                  settings: BuildSettings, model: ModelInfo, live_files, html_layout: bool,
-                 office_layout: str = "") -> Iterator[DocResult]:
+                 office_layout: str = "", live_stats: dict[str, tuple[int, int]] | None = None) -> Iterator[DocResult]:
     """Results in file order; parsing (and the layout of HTML pages) runs ahead, where the executor runs it."""
     worker_settings = WorkerSettings(
         model=model,
@@ -447,7 +447,8 @@ def _process_all(executor: Executor, files: list[CorpusFile], corpus_root: str |
         passwords=settings.passwords,
         spill_dir=spill_dir,
     )
-    jobs = [FileJob(f.path, f.doc_id, media_type_of(f.doc_id), live_files.get(f.doc_id), f.id_note) for f in files]
+    jobs = [FileJob(f.path, f.doc_id, media_type_of(f.doc_id), live_files.get(f.doc_id), f.id_note,
+                    (live_stats or {}).get(f.doc_id) if f.doc_id in live_files else None) for f in files]
     return executor.process(jobs, worker_settings, settings.doc_timeout_s or None)
 
 

@@ -386,6 +386,9 @@ class DocumentRecord:
     pages_without_text: int = 0
     n_chunks: int = 0
     source_bytes: int = 0
+    # The file's modification time (ns) as it was read; 0 where it is not to be trusted (the file was
+    # written within RACY_SECONDS of being read, so a later write could keep both it and the size).
+    source_mtime_ns: int = 0
     warning: str = ""  # recovered problems (charset lie, pages without text)
     source_url: str = ""  # where the page lives on the web, as it says itself (HTML); "" unknown
     n_hidden_chars: int = 0  # characters of its text that a reader cannot see (HiddenRun)

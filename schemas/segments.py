@@ -24,7 +24,7 @@ from schemas.layout import LEXICAL_FILE, SEGMENT_FILES, TABLE_FILES, VECTORS_FIL
 from schemas.records import MaskedDocument, SegmentRef
 from schemas.tables import check_schema, doc_slices, read_table, vector_count
 
-GROUPS_KEPT = 16  # decoded row groups a segment keeps (a few MB each at most)
+GROUPS_KEPT = 64  # decoded row groups a segment keeps (~1 MB each at most: a search reads its hits' groups)
 
 Deletions = dict[str, dict[str, MaskedDocument]]  # segment -> doc_id -> its masked rows
 
@@ -47,6 +47,7 @@ class SegmentFiles:
         self._slices: dict[str, dict[str, tuple[int, int]]] = {}
         self._groups: dict[str, RowGroups | None] = {}
         self._recent: dict[tuple[str, tuple[int, ...]], pa.Table] = {}  # row groups read, least recent first
+        self._readers: dict[str, pq.ParquetFile] = {}
         self.row_groups_read = 0
         self._lock = threading.Lock()
 
@@ -119,7 +120,11 @@ class SegmentFiles:
         return self._groups[name]
 
     def _reader(self, name: str) -> pq.ParquetFile:
-        return pq.ParquetFile(self._files[TABLE_FILES[name]])
+        """The table's Parquet reader, its footer parsed once (a search reads its hits' row groups)."""
+        reader = self._readers.get(name)
+        if reader is None:
+            reader = self._readers[name] = pq.ParquetFile(self._files[TABLE_FILES[name]])
+        return reader
 
     def _read_groups(self, name: str, picked: list[int]) -> pa.Table:
         """Row groups of a table; the last ``GROUPS_KEPT`` read stay decoded (a document's

@@ -58,6 +58,7 @@ DOCUMENTS = pa.schema(
         ("pages_without_text", pa.int32()),
         ("n_chunks", pa.int32()),
         ("source_bytes", pa.int64()),
+        ("source_mtime_ns", pa.int64()),
         ("warning", pa.string()),
         ("source_url", pa.string()),
         ("n_hidden_chars", pa.int64()),

@@ -17,7 +17,9 @@ from __future__ import annotations
 import bisect
 import dataclasses
 import hashlib
+import os
 import re
+import stat
 import time
 import traceback
 from collections.abc import Sequence
@@ -90,6 +92,8 @@ class FileJob:
     media_type: MediaType
     live_sha256: str | None  # the file's hash in the live generation, if it is there
     id_note: str = ""  # why doc_id is not the file's name as it is (ingest.corpus.safe_doc_id)
+    live_stat: tuple[int, int] | None = None  # its (size, mtime_ns) in the live generation, when trusted
+    read_mtime_ns: int = 0  # its mtime taken just before it was read (trusted_mtime), for its record
 
 
 @dataclass(frozen=True, slots=True, eq=False)
@@ -207,9 +211,35 @@ def _error_record(job: FileJob, reason: str) -> DocumentRecord:
     )
 
 
+RACY_SECONDS = 2  # a file written this recently when read may be written again without its mtime changing
+
+
+def stat_unchanged(job: FileJob) -> bool:
+    """Whether the file is a regular file of the size and modification time its live version was
+    read at: unchanged without reading it (a link is always read: its target may change alone)."""
+    if job.live_stat is None or job.live_sha256 is None:
+        return False
+    try:
+        st = os.lstat(job.path)
+    except OSError:
+        return False
+    return stat.S_ISREG(st.st_mode) and (st.st_size, st.st_mtime_ns) == job.live_stat
+
+
+def trusted_mtime(path: Path) -> int:
+    """The file's mtime in ns, or 0 when it was written too recently to vouch for its content later."""
+    try:
+        st = os.lstat(path)
+    except OSError:
+        return 0
+    return st.st_mtime_ns if stat.S_ISREG(st.st_mode) and time.time_ns() - st.st_mtime_ns > RACY_SECONDS * 10**9 else 0
+
+
 def read_source(job: FileJob, settings: WorkerSettings) -> bytes | DocResult:
     """The file's bytes; or its result when they need no parsing (too large, not a regular file
     inside the corpus, unreadable, unchanged)."""
+    if stat_unchanged(job):
+        return DocResult(job.doc_id, None)
     try:
         source = read_corpus_file(job.path, settings.corpus_root, settings.max_file_bytes)
     except NotReadable as exc:
@@ -222,6 +252,7 @@ def read_source(job: FileJob, settings: WorkerSettings) -> bytes | DocResult:
 
 
 def _process(job: FileJob, settings: WorkerSettings) -> DocResult:
+    job = dataclasses.replace(job, read_mtime_ns=trusted_mtime(job.path))  # before reading: a write after shows
     source = read_source(job, settings)
     if isinstance(source, DocResult):
         return source
@@ -278,7 +309,7 @@ def _process_source(job: FileJob, held: list[bytes], settings: WorkerSettings) -
     if office_layout is not None and not parsed.office_pages:  # DOCX, ODT: pages as rendered (slides are pages)
         chunks = _layout_pages(chunks, office_layout.char_runs)
     n_hidden = sum(run.end - run.start for run in parsed.hidden_runs)
-    record = dataclasses.replace(record, n_chunks=len(chunks), n_hidden_chars=n_hidden)
+    record = dataclasses.replace(record, n_chunks=len(chunks), n_hidden_chars=n_hidden, source_mtime_ns=job.read_mtime_ns)
     # A spilled chunk table carries the texts to embed as a column of its own.
     if _spills(settings) and len(chunks) > SPILL_ROWS["chunks"]:
         step = _piece_rows("chunks")

@@ -28,6 +28,7 @@ class LiveGeneration:
     generation: PublishedGeneration
     files: dict[str, str]  # doc_id -> source sha256
     failed: frozenset[str]  # doc_ids whose row is an error (a password may open one now)
+    stats: dict[str, tuple[int, int]] = field(default_factory=dict)  # doc_id -> (size, mtime_ns) it was read at
     embed_cache: dict[str, int] = field(default_factory=dict)  # embed_sha256 -> vector_id, filled by remember()
     _by_source: dict[str, list[str]] = field(default_factory=dict)
     _remembered: set[str] = field(default_factory=set)
@@ -60,10 +61,13 @@ class LiveGeneration:
         ]
         if differences:
             return None, f"{', '.join(differences)} changed since generation {name}: full rebuild"
-        documents = generation.table("documents", ["doc_id", "source_sha256", "status"])
+        documents = generation.table("documents", ["doc_id", "source_sha256", "status", "source_bytes", "source_mtime_ns"])
         files = dict(zip(documents.column("doc_id").to_pylist(), documents.column("source_sha256").to_pylist()))
         failed = frozenset(d for d, s in zip(files, documents.column("status").to_pylist()) if s == DocStatus.ERROR)
-        live = cls(generation, files, failed)
+        # Only a trusted mtime (not 0) lets a file be taken as unchanged without reading it.
+        stats = {d: (size, mtime) for d, size, mtime in zip(files, documents.column("source_bytes").to_pylist(),
+                                                           documents.column("source_mtime_ns").to_pylist()) if mtime}
+        live = cls(generation, files, failed, stats=stats)
         for doc_id, sha in files.items():
             live._by_source.setdefault(sha, []).append(doc_id)
         return live, ""

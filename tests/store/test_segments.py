@@ -12,6 +12,7 @@ import collections
 import json
 import os
 import shutil
+from pathlib import Path
 
 import duckdb
 import numpy as np
@@ -241,3 +242,27 @@ def test_deleted_rows_name_segments_documents_and_what_they_take_out_in_order():
     assert [(r["segment"], r["doc_id"]) for r in table.to_pylist()] == [("a", "z"), ("b", "x"), ("b", "y")]
     assert table.to_pylist()[1] == {"segment": "b", "doc_id": "x", "first_vector_id": 5, "n_vectors": 3, "n_tokens": 40}
     assert table.schema == SCHEMAS["deleted"]
+
+
+def test_an_unchanged_file_is_known_by_its_size_and_mtime_and_not_read(tmp_path, monkeypatch):
+    import ingest.run.worker as worker
+
+    corpus = shutil.copytree(SAMPLE_CORPUS, tmp_path / "corpus")  # copies keep their (old) mtimes
+    fresh = corpus / "docs" / "fresh.md"
+    fresh.write_text("# Fresh\n\nWritten a moment ago.\n")
+    first = _build(corpus, tmp_path / "idx")
+    docs = {d.doc_id: d for d in index.open(tmp_path / "idx").documents()}
+    assert docs["docs/getting-started.md"].source_mtime_ns == os.stat(corpus / "docs" / "getting-started.md").st_mtime_ns
+    assert docs["docs/fresh.md"].source_mtime_ns == 0  # written within RACY_SECONDS: not vouched for
+    reads = []
+    real = worker.read_corpus_file
+    monkeypatch.setattr(worker, "read_corpus_file", lambda path, *a: reads.append(path.name) or real(path, *a))
+    edited = corpus / "docs" / "getting-started.md"
+    text = edited.read_text()
+    edited.write_text(text.replace("a", "e", 1))  # the same size, a new mtime
+    second = _build(corpus, tmp_path / "idx")
+    assert second.changed == 1 and second.unchanged == first.n_files - 1
+    ok = {d for d, doc in docs.items() if doc.status.value == "ok" and doc.source_mtime_ns}
+    assert "getting-started.md" in reads and "fresh.md" in reads  # the edited file, and the one not vouched for
+    assert not {Path(d).name for d in ok - {"docs/getting-started.md"}} & set(reads)  # the rest: not read at all
+    assert fsck(tmp_path / "idx") == []
