@@ -91,11 +91,9 @@ def _checksums(gen: Generation) -> list[Fault]:
 
 
 def _sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
+    from ingest.store import file_sha256
+
+    return file_sha256(path)
 
 
 def _schemas(gen: Generation) -> list[Fault]:

@@ -65,9 +65,7 @@ class Generation:
         """A table's live rows across segments, whole (kept), or some columns of it (not kept)."""
         if columns is None and name in self._tables:
             return self._tables[name]
-        parts = [rows for _, rows in self.live.live_tables(name, columns)]
-        schema = with_metadata(name, self.manifest.model_id, self.manifest.model_dim)
-        table = pa.concat_tables(parts) if parts else schema.empty_table().select(columns or schema.names)
+        table = self.live.table(name, columns)
         if columns is None:
             with self._lock:
                 self._tables[name] = table

@@ -40,7 +40,7 @@ from ingest.store import collect_garbage, remove_unreferenced_segments, retire_g
 from ingest.store import KnownVectors, LiveGeneration
 from ingest.store import masked_refs, plan_merge, write_merged
 from ingest.store import SPILL_FOLDER, read_spill
-from ingest.run import EMBED_TEXT, DocResult, FileJob, WorkerSettings
+from ingest.run import EMBED_TEXT, DocResult, FileJob, WorkerSettings, stat_unchanged
 from ingest.store import SegmentWriter, deleted_table, system_memory_pool, write_generation
 from schemas.ann import AUTO_FACTORY, AnnParams
 from schemas.embedding import Device, EmbedBackend
@@ -449,7 +449,16 @@ def _process_all(executor: Executor, files: list[CorpusFile], corpus_root: str |
     )
     jobs = [FileJob(f.path, f.doc_id, media_type_of(f.doc_id), live_files.get(f.doc_id), f.id_note,
                     (live_stats or {}).get(f.doc_id) if f.doc_id in live_files else None) for f in files]
-    return executor.process(jobs, worker_settings, settings.doc_timeout_s or None)
+    # A file its size and mtime vouch for is unchanged here, without a trip to a worker.
+    same = [stat_unchanged(job) for job in jobs]
+    results = executor.process([j for j, s in zip(jobs, same) if not s], worker_settings, settings.doc_timeout_s or None)
+    return _in_file_order(jobs, same, results)
+
+
+def _in_file_order(jobs: list[FileJob], same: list[bool], results: Iterator[DocResult]) -> Iterator[DocResult]:
+    with contextlib.closing(results):
+        for job, unchanged in zip(jobs, same):
+            yield DocResult(job.doc_id, None) if unchanged else next(results)
 
 
 def next_generation_name(paths: IndexPaths) -> str:

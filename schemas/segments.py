@@ -22,7 +22,7 @@ import pyarrow.parquet as pq
 from schemas.errors import IndexFormatError
 from schemas.layout import LEXICAL_FILE, SEGMENT_FILES, TABLE_FILES, VECTORS_FILE
 from schemas.records import MaskedDocument, SegmentRef
-from schemas.tables import check_schema, doc_slices, read_table, vector_count
+from schemas.tables import SCHEMAS, check_schema, doc_slices, read_table, vector_count
 
 GROUPS_KEPT = 64  # decoded row groups a segment keeps (~1 MB each at most: a search reads its hits' groups)
 
@@ -286,6 +286,13 @@ class LiveSegments:
                 if columns is not None and wanted is not columns:
                     table = table.select(columns)
             yield segment, table
+
+    def table(self, name: str, columns: list[str] | None = None) -> pa.Table:
+        """A table's live rows across the segments, in segment order (or some columns of them)."""
+        parts = [rows for _, rows in self.live_tables(name, columns)]
+        if not parts:
+            return SCHEMAS[name].empty_table().select(columns or SCHEMAS[name].names)
+        return pa.concat_tables(parts)
 
     def live_vector_ids(self, segment: SegmentFiles) -> np.ndarray:
         """The vector ids of a segment's live chunks (its masked documents' left out)."""

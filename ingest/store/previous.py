@@ -34,12 +34,7 @@ class PublishedGeneration:
 
     def table(self, name: str, columns: list[str] | None = None) -> pa.Table:
         """A table's live rows across the segments (or some columns of them)."""
-        parts = [rows for _, rows in self.live.live_tables(name, columns)]
-        if not parts:
-            from schemas.tables import SCHEMAS
-
-            return SCHEMAS[name].empty_table().select(columns or SCHEMAS[name].names)
-        return pa.concat_tables(parts)
+        return self.live.table(name, columns)
 
     def rows_of(self, name: str, doc_id: str) -> pa.Table | None:
         """The live rows of one document in a table; None when the generation does not hold it."""
