@@ -360,7 +360,7 @@ def _write_generation(corpus, paths, settings, model, executor, embedder, live, 
     final = open_segments(paths.segments, refs, embedder.dim, masked)
     to_merge = plan_merge(refs, everything=settings.merge_all)
     if to_merge:
-        merged, _ = write_merged(paths, final, to_merge, report.generation, next_id, embedder.model_id, embedder.dim)
+        merged = write_merged(paths, final, to_merge, report.generation, next_id, embedder.model_id, embedder.dim)
         next_id += merged.n_vectors
         report.merged = len(to_merge)
         refs = [r for r in refs if r.name not in to_merge] + [merged]

@@ -50,7 +50,7 @@ def compact_index(index_dir: str | Path, *, keep_generations: int = 3, wait_for_
         name = next_generation_name(paths)
         generation_tmp = paths.generations / f".{name}.tmp-{os.getpid()}"
         try:
-            merged, _ = write_merged(paths, live.live, names, name, m.next_vector_id, m.model_id, m.model_dim)
+            merged = write_merged(paths, live.live, names, name, m.next_vector_id, m.model_id, m.model_dim)
             refs = [merged]
             final = open_segments(paths.segments, refs, m.model_dim, {})
             report = BuildReport(generation=name)

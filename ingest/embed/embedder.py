@@ -123,7 +123,6 @@ class VectorQueue:
         self.reused = 0
         self.seconds = 0.0
         self._slots: list[tuple[bool, int]] = []  # (known, known vector id | pending text index)
-        self._sources: list[np.ndarray] = []  # per flushed vector: the known vector id it copies, or -1
         self._texts: list[str] = []
         self._pending_keys: dict[str, int] = {}
         # Batches handed to the embedder, written in order: (from known, where, fresh vectors or pending).
@@ -187,12 +186,4 @@ class VectorQueue:
                 out[from_known] = self.known_vectors[where[from_known]]
             if (~from_known).any():
                 out[~from_known] = fresh[where[~from_known]]
-            self._sources.append(np.where(from_known, where, -1))
             self.write(out)
-
-    def known_sources(self) -> np.ndarray:
-        """Per vector id written so far: the row of ``known_vectors`` it copies, or -1 (embedded).
-
-        What an index update needs to carry the live FAISS entries over (``faiss_index.id_changes``).
-        """
-        return np.concatenate(self._sources) if self._sources else np.zeros(0, dtype=np.int64)

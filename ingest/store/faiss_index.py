@@ -102,8 +102,8 @@ def check_factory(factory: str, dim: int) -> None:
         raise SpanindexError(f"--faiss-factory {factory!r} does not build a {dim}-d index: {message}") from None
 
 
-def build_ann(vectors: np.ndarray, params: AnnParams, ids: np.ndarray | None = None) -> tuple[object, AnnParams, str]:
-    """An inner-product index over ``vectors`` (row i has id ``ids[i]``, else i), and what was built.
+def build_ann(vectors: np.ndarray, params: AnnParams) -> tuple[object, AnnParams, str]:
+    """An inner-product index over ``vectors`` (row i has id i), and what was built.
 
     An index that needs training is trained on a deterministic sample; when there are
     too few vectors to train it, a flat index is built instead and the warning says so.
@@ -130,7 +130,7 @@ def build_ann(vectors: np.ndarray, params: AnnParams, ids: np.ndarray | None = N
             trained_on = n
     index = inner if _stores_ids(inner) else faiss.IndexIDMap2(inner)
     _reserve(inner, n)
-    add_vectors(index, vectors, np.arange(n, dtype=np.int64) if ids is None else np.asarray(ids, dtype=np.int64))
+    add_vectors(index, vectors, np.arange(n, dtype=np.int64))
     built = dataclasses.replace(params, trained_on=trained_on, added_since_training=0)
     apply_search_params(index, built)
     return index, built, warning

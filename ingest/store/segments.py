@@ -67,17 +67,15 @@ def plan_merge(refs: list[SegmentRef], everything: bool = False) -> list[str]:
     return []
 
 
-def merge_segments(live: LiveSegments, names: list[str], writer: SegmentWriter, vector_base: int) -> np.ndarray:
+def merge_segments(live: LiveSegments, names: list[str], writer: SegmentWriter, vector_base: int) -> None:
     """Copy the live documents of the segments ``names`` into ``writer``, in doc_id order, their
-    chunks given vector ids from ``vector_base`` on. Returns the merged segments' live vector ids
-    (those the vector index drops; the merged segment's replace them)."""
+    chunks given vector ids from ``vector_base`` on."""
     merged = [s for s in live.segments if s.name in names]
     documents: list[tuple[str, SegmentFiles]] = []
     for segment in merged:
         masked = live.masked(segment)
         doc_ids = segment.table("documents", ["doc_id"]).column("doc_id").to_pylist()
         documents.extend((doc_id, segment) for doc_id in doc_ids if doc_id not in masked)
-    gone = [live.live_vector_ids(segment) for segment in merged]
     next_id = vector_base
     for doc_id, segment in sorted(documents, key=lambda d: d[0]):
         writer.add_document(document_records(segment.rows_of("documents", doc_id))[0])
@@ -90,17 +88,16 @@ def merge_segments(live: LiveSegments, names: list[str], writer: SegmentWriter, 
             ids = pa.array(np.arange(next_id, next_id + len(old), dtype=np.int64))
             next_id += len(old)
             writer.add_rows("chunks", chunks.set_column(chunks.schema.get_field_index("vector_id"), "vector_id", ids))
-    return np.concatenate(gone) if gone else np.zeros(0, dtype=np.int64)
 
 
 def write_merged(paths, live: LiveSegments, names: list[str], generation: str, vector_base: int, model_id: str,
-                 dim: int) -> tuple[SegmentRef, np.ndarray]:
-    """Merge the segments ``names`` into a new segment folder; (its ref, the vector ids it replaces)."""
+                 dim: int) -> SegmentRef:
+    """Merge the segments ``names`` into a new segment folder; its ref."""
     name = f"{generation}-merged"
     tmp = paths.segments / f".{name}.tmp-{os.getpid()}"
     writer = SegmentWriter(tmp, model_id, dim)
     try:
-        replaced = merge_segments(live, names, writer, vector_base)
+        merge_segments(live, names, writer, vector_base)
         ref = writer.finish(name, vector_base)
         os.rename(tmp, paths.segment(name))
         fsync_dir(paths.segments)
@@ -108,7 +105,7 @@ def write_merged(paths, live: LiveSegments, names: list[str], generation: str, v
         writer.abort()
         shutil.rmtree(tmp, ignore_errors=True)
         raise
-    return ref, replaced
+    return ref
 
 
 def masked_refs(refs: list[SegmentRef], masked: Deletions) -> list[SegmentRef]:
