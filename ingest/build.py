@@ -40,7 +40,7 @@ from ingest.store import collect_garbage, remove_unreferenced_segments, retire_g
 from ingest.store import KnownVectors, LiveGeneration
 from ingest.store import masked_refs, plan_merge, write_merged
 from ingest.store import SPILL_FOLDER, read_spill
-from ingest.run import EMBED_TEXT, DocResult, FileJob, WorkerSettings, stat_unchanged
+from ingest.run import EMBED_TEXT, DocResult, FileJob, WorkerSettings, mtimes_trusted_before, stat_unchanged
 from ingest.store import SegmentWriter, deleted_table, system_memory_pool, write_generation
 from schemas.ann import AUTO_FACTORY, AnnParams
 from schemas.embedding import Device, EmbedBackend
@@ -280,6 +280,7 @@ def _write_generation(corpus, paths, settings, model, executor, embedder, live, 
     # Closed on the way out: a build that stops (a full disk) does not wait for the files in flight.
     spill_dir = writer.gen_dir / SPILL_FOLDER  # removed below; with the segment if the build fails
     spill_dir.mkdir()
+    mtimes_trusted_before_ns = mtimes_trusted_before(time.time_ns())  # taken before any file is read
     results = _process_all(executor, files, corpus_root, spill_dir, paths, settings, model, reusable,
                            bool(report.html_layout), report.office_layout, live.stats if live else {})
 
@@ -348,7 +349,7 @@ def _write_generation(corpus, paths, settings, model, executor, embedder, live, 
     refs = [*live.generation.manifest.segments] if live else []
     refs = masked_refs(refs, masked)
     if writer.n_documents:
-        ref = writer.finish(report.generation, next_id)
+        ref = writer.finish(report.generation, next_id, mtimes_trusted_before_ns)
         report.lexical_seconds += writer.lexical_seconds
         os.rename(writer.gen_dir, paths.segment(ref.name))
         fsync_dir(paths.segments)  # the rename is durable before any generation names the segment

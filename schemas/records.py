@@ -386,8 +386,9 @@ class DocumentRecord:
     pages_without_text: int = 0
     n_chunks: int = 0
     source_bytes: int = 0
-    # The file's modification time (ns) as it was read; 0 where it is not to be trusted (the file was
-    # written within RACY_SECONDS of being read, so a later write could keep both it and the size).
+    # The file's modification time (ns) taken before it was read; 0 for a link. A build trusts it only
+    # under its segment's mtimes_trusted_before_ns (a file written just before its read may change
+    # again within the clock's step): the row is the file's, whenever it is read.
     source_mtime_ns: int = 0
     warning: str = ""  # recovered problems (charset lie, pages without text)
     source_url: str = ""  # where the page lives on the web, as it says itself (HTML); "" unknown
@@ -443,6 +444,9 @@ class SegmentRef:
     n_deleted: int = 0  # of those, documents this generation masks (changed or removed since)
     n_deleted_vectors: int = 0  # the chunks of those documents
     n_tokens: int = 0  # BM25 tokens in all its chunks (masked ones included): the mean chunk length's share
+    # Its documents' source_mtime_ns below this were read long enough after the write to vouch for the
+    # file (worker.mtimes_trusted_before of the build's start; a merge keeps the least of its inputs').
+    mtimes_trusted_before_ns: int = 0
 
     @property
     def n_live_vectors(self) -> int:

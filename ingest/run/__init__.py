@@ -11,5 +11,5 @@ import lazy_loader
 __getattr__, __dir__, __all__ = lazy_loader.attach(__name__, submod_attrs={
     "executors": ["Executor", "LocalExecutor"],
     "ray_driver": ["RayExecutor", "RaySettings"],
-    "worker": ["DocResult", "EMBED_TEXT", "FileJob", "WorkerSettings", "stat_unchanged"],
+    "worker": ["DocResult", "EMBED_TEXT", "FileJob", "WorkerSettings", "mtimes_trusted_before", "stat_unchanged"],
 })

@@ -45,7 +45,7 @@ from ingest.run.worker import (
     crashed_result,
     process_source,
     read_source,
-    trusted_mtime,
+    regular_mtime,
     store_document,
     timed_out_result,
 )
@@ -186,7 +186,7 @@ class RayExecutor:
                     ray.cancel(flight.task, force=True)
 
     def _submit(self, job, shipped, settings: WorkerSettings, expected, work) -> _Flight:
-        job = dataclasses.replace(job, read_mtime_ns=trusted_mtime(job.path))  # before reading: a write after shows
+        job = dataclasses.replace(job, read_mtime_ns=regular_mtime(job.path))  # before reading: a write after shows
         source = read_source(job, settings)
         if isinstance(source, DocResult):  # too large, unreadable, or unchanged: no task needed
             return _Flight(job, result=source)

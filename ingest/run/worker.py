@@ -93,7 +93,7 @@ class FileJob:
     live_sha256: str | None  # the file's hash in the live generation, if it is there
     id_note: str = ""  # why doc_id is not the file's name as it is (ingest.corpus.safe_doc_id)
     live_stat: tuple[int, int] | None = None  # its (size, mtime_ns) in the live generation, when trusted
-    read_mtime_ns: int = 0  # its mtime taken just before it was read (trusted_mtime), for its record
+    read_mtime_ns: int = 0  # its mtime taken just before it was read (regular_mtime), for its record
 
 
 @dataclass(frozen=True, slots=True, eq=False)
@@ -226,13 +226,19 @@ def stat_unchanged(job: FileJob) -> bool:
     return stat.S_ISREG(st.st_mode) and (st.st_size, st.st_mtime_ns) == job.live_stat
 
 
-def trusted_mtime(path: Path) -> int:
-    """The file's mtime in ns, or 0 when it was written too recently to vouch for its content later."""
+def regular_mtime(path: Path) -> int:
+    """The file's mtime in ns; 0 for anything but a regular file (a link is always read)."""
     try:
         st = os.lstat(path)
     except OSError:
         return 0
-    return st.st_mtime_ns if stat.S_ISREG(st.st_mode) and time.time_ns() - st.st_mtime_ns > RACY_SECONDS * 10**9 else 0
+    return st.st_mtime_ns if stat.S_ISREG(st.st_mode) else 0
+
+
+def mtimes_trusted_before(build_started_ns: int) -> int:
+    """The mtime under which a file read by a build that started at ``build_started_ns`` is vouched
+    for: one written later may be written again within the clock's step, keeping mtime and size."""
+    return build_started_ns - RACY_SECONDS * 10**9
 
 
 def read_source(job: FileJob, settings: WorkerSettings) -> bytes | DocResult:
@@ -252,7 +258,7 @@ def read_source(job: FileJob, settings: WorkerSettings) -> bytes | DocResult:
 
 
 def _process(job: FileJob, settings: WorkerSettings) -> DocResult:
-    job = dataclasses.replace(job, read_mtime_ns=trusted_mtime(job.path))  # before reading: a write after shows
+    job = dataclasses.replace(job, read_mtime_ns=regular_mtime(job.path))  # before reading: a write after shows
     source = read_source(job, settings)
     if isinstance(source, DocResult):
         return source

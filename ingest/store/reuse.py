@@ -12,6 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 import numpy as np
+import pyarrow as pa
 
 from ingest.embed import Embedder
 from ingest.formats import PARSER_VERSION, describe
@@ -65,13 +66,17 @@ class LiveGeneration:
             return None, f"{', '.join(differences)} changed since generation {name}: full rebuild"
         # The live documents' rows, columnar: an unchanged document's record is one row of it
         # (reading it from its row group, document by document, cost a reindex 0.5 s per 1,000 files).
-        documents = generation.table("documents")
+        parts = list(generation.live.live_tables("documents"))
+        documents = pa.concat_tables([rows for _, rows in parts]) if parts else generation.table("documents")
         doc_ids = documents.column("doc_id").to_pylist()
         files = dict(zip(doc_ids, documents.column("source_sha256").to_pylist()))
         failed = frozenset(d for d, s in zip(files, documents.column("status").to_pylist()) if s == DocStatus.ERROR)
-        # Only a trusted mtime (not 0) lets a file be taken as unchanged without reading it.
-        stats = {d: (size, mtime) for d, size, mtime in zip(files, documents.column("source_bytes").to_pylist(),
-                                                           documents.column("source_mtime_ns").to_pylist()) if mtime}
+        stats = {}
+        for segment, rows in parts:  # a file is known by its stat only where its segment vouches for the mtime
+            trusted_before = segment.ref.mtimes_trusted_before_ns
+            stats.update((d, (size, mtime)) for d, size, mtime in zip(
+                rows.column("doc_id").to_pylist(), rows.column("source_bytes").to_pylist(),
+                rows.column("source_mtime_ns").to_pylist()) if 0 < mtime < trusted_before)
         live = cls(generation, files, failed, stats=stats, _rows=documents, _row_of={d: i for i, d in enumerate(doc_ids)})
         for doc_id, sha in files.items():
             live._by_source.setdefault(sha, []).append(doc_id)

@@ -98,7 +98,9 @@ def write_merged(paths, live: LiveSegments, names: list[str], generation: str, v
     writer = SegmentWriter(tmp, model_id, dim)
     try:
         merge_segments(live, names, writer, vector_base)
-        ref = writer.finish(name, vector_base)
+        # a document's mtime stays as trusted as the least trusted of the segments it may come from
+        trusted_before = min(s.ref.mtimes_trusted_before_ns for s in live.segments if s.name in names)
+        ref = writer.finish(name, vector_base, trusted_before)
         os.rename(tmp, paths.segment(name))
         fsync_dir(paths.segments)
     except BaseException:

@@ -163,7 +163,7 @@ class SegmentWriter:
             )
         return self._writers[table_name]
 
-    def finish(self, name: str, vector_base: int) -> SegmentRef:
+    def finish(self, name: str, vector_base: int, mtimes_trusted_before_ns: int) -> SegmentRef:
         """Close every table and the vectors, write the documents table and segment.json, fsync it all."""
         for table_name in ROW_GROUP_ROWS:
             self._flush(table_name)
@@ -186,7 +186,8 @@ class SegmentWriter:
             _, n_tokens = write_lexical(self.gen_dir / LEXICAL_FILE, self._chunk_texts(ids), self.model_id, self.dim,
                                         _Joined(ids))
         self.lexical_seconds = time.perf_counter() - started
-        ref = SegmentRef(name, vector_base, self.n_vectors, len(documents), n_tokens=n_tokens)
+        ref = SegmentRef(name, vector_base, self.n_vectors, len(documents), n_tokens=n_tokens,
+                         mtimes_trusted_before_ns=mtimes_trusted_before_ns)
         checksums = {file_name: file_sha256(self.gen_dir / file_name) for file_name in SEGMENT_FILES}
         with _naming(self.gen_dir / SEGMENT_MANIFEST):
             (self.gen_dir / SEGMENT_MANIFEST).write_text(

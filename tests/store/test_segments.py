@@ -249,6 +249,21 @@ def test_deleted_rows_name_segments_documents_and_what_they_take_out_in_order():
     assert table.schema == SCHEMAS["deleted"]
 
 
+def test_a_documents_row_does_not_depend_on_how_long_ago_its_file_was_written(tmp_path, monkeypatch):
+    import ingest.run.worker as worker
+
+    corpus = shutil.copytree(SAMPLE_CORPUS, tmp_path / "corpus")
+    _build(corpus, tmp_path / "settled")
+    monkeypatch.setattr(worker, "RACY_SECONDS", 10**9)  # every file read as if written a moment ago
+    _build(corpus, tmp_path / "racy")
+    settled, racy = (index.open(tmp_path / name).generation for name in ["settled", "racy"])
+    assert racy.table("documents").to_pylist() == settled.table("documents").to_pylist()
+    mtimes = [m for m in settled.table("documents").column("source_mtime_ns").to_pylist() if m]
+    assert racy.manifest.segments[0].mtimes_trusted_before_ns <= min(mtimes)  # not one vouched for
+    assert settled.manifest.segments[0].mtimes_trusted_before_ns > max(mtimes)  # copies keep their old mtimes
+    assert _build(corpus, tmp_path / "racy").unchanged == len(racy.table("documents"))  # read again, found unchanged
+
+
 def test_an_unchanged_file_is_known_by_its_size_and_mtime_and_not_read(tmp_path, monkeypatch):
     import ingest.run.worker as worker
 
@@ -258,7 +273,11 @@ def test_an_unchanged_file_is_known_by_its_size_and_mtime_and_not_read(tmp_path,
     first = _build(corpus, tmp_path / "idx")
     docs = {d.doc_id: d for d in index.open(tmp_path / "idx").documents()}
     assert docs["docs/getting-started.md"].source_mtime_ns == os.stat(corpus / "docs" / "getting-started.md").st_mtime_ns
-    assert docs["docs/fresh.md"].source_mtime_ns == 0  # written within RACY_SECONDS: not vouched for
+    # Each row holds its file's mtime, whenever it was read; the segment says which ones it vouches for.
+    assert docs["docs/fresh.md"].source_mtime_ns == os.stat(fresh).st_mtime_ns
+    (segment,) = index.open(tmp_path / "idx").generation.manifest.segments
+    assert segment.mtimes_trusted_before_ns <= docs["docs/fresh.md"].source_mtime_ns  # written within RACY_SECONDS
+    assert segment.mtimes_trusted_before_ns > docs["docs/getting-started.md"].source_mtime_ns
     reads = []
     real = worker.read_corpus_file
     monkeypatch.setattr(worker, "read_corpus_file", lambda path, *a: reads.append(path.name) or real(path, *a))
@@ -267,7 +286,7 @@ def test_an_unchanged_file_is_known_by_its_size_and_mtime_and_not_read(tmp_path,
     edited.write_text(text.replace("a", "e", 1))  # the same size, a new mtime
     second = _build(corpus, tmp_path / "idx")
     assert second.changed == 1 and second.unchanged == first.n_files - 1
-    ok = {d for d, doc in docs.items() if doc.status.value == "ok" and doc.source_mtime_ns}
+    ok = {d for d, doc in docs.items() if doc.status.value == "ok" and 0 < doc.source_mtime_ns < segment.mtimes_trusted_before_ns}
     assert "getting-started.md" in reads and "fresh.md" in reads  # the edited file, and the one not vouched for
     assert not {Path(d).name for d in ok - {"docs/getting-started.md"}} & set(reads)  # the rest: not read at all
     assert fsck(tmp_path / "idx") == []
