@@ -46,6 +46,10 @@ class Generation:
         deleted = read_deleted(self._files[DELETED_FILE], str(self.dir / DELETED_FILE))
         self.live = open_segments(paths.segments, self.manifest.segments, self.manifest.model_dim, deleted)
         template = ann_params(self.manifest).template
+        try:  # an inverted file's shards share its coarse quantizer (``ingest.store.ann_shards``)
+            self._template_file = pa.memory_map(str(paths.ann_template(template))) if self.segments else None
+        except FileNotFoundError:
+            raise IndexFormatError(f"{paths.ann_template(template)}: missing (the vector index's template)") from None
         self._shard_files = []
         for segment in self.segments:
             path = paths.ann_shard(template, segment.name)
@@ -111,9 +115,11 @@ class Generation:
         if self._faiss is None:
             import faiss
 
+            template = (faiss.deserialize_index(np.frombuffer(whole(self._template_file), dtype=np.uint8))
+                        if self._template_file is not None else None)
             shards = [(faiss.deserialize_index(np.frombuffer(whole(mapped), dtype=np.uint8)),
                        self.live.dead_vector_ids(segment)) for segment, mapped in self._shard_files]
-            self._faiss = VectorShards(shards, ann_params(self.manifest))
+            self._faiss = VectorShards(shards, ann_params(self.manifest), template)
         return self._faiss
 
 
@@ -121,16 +127,27 @@ class VectorShards:
     """A generation's vector index: one FAISS shard per segment, each searched with its masked
     vector ids excluded, the best hits over all kept (``ingest.store.ann_shards``)."""
 
-    def __init__(self, shards: list[tuple[object, np.ndarray]], params) -> None:
-        """``shards``: (a FAISS index, the vector ids in it that are masked) per segment."""
+    def __init__(self, shards: list[tuple[object, np.ndarray]], params, template=None) -> None:
+        """``shards``: (a FAISS index, the vector ids in it that are masked) per segment; ``template``:
+        the trained index they are copies of, whose coarse quantizer an inverted file's shards share
+        (none: each shard has its own)."""
         import faiss
 
         from ingest.store import apply_search_params
+        from ingest.store.faiss_index import attach_quantizer
 
         self.params = params
         self.shards = []
         self._selectors = []
+        self._template = template  # holds the quantizer the shards point to
+        self._quantizer = None
+        if template is not None and isinstance(faiss.downcast_index(template), faiss.IndexIVF):
+            # (under a transform such as PCA the query is quantized after it: each shard searches whole)
+            apply_search_params(template, params)
+            self._quantizer = faiss.extract_index_ivf(template)
         for index, dead in shards:
+            if template is not None:
+                attach_quantizer(index, template)
             apply_search_params(index, params)
             batch = faiss.IDSelectorBatch(dead) if len(dead) else None
             selector = faiss.IDSelectorNot(batch) if batch is not None else None
@@ -139,14 +156,27 @@ class VectorShards:
         self.ntotal = sum(index.ntotal - len(dead) for index, dead, _ in self.shards)
         self.d = self.shards[0][0].d if self.shards else 0
 
+    def tune(self, params) -> None:
+        """Search with other ``nprobe`` / ``efSearch`` (an ``AnnParams``) from now on."""
+        from ingest.store import apply_search_params
+
+        self.params = params
+        for index in [*(idx for idx, _, _ in self.shards), *([self._template] if self._quantizer else [])]:
+            apply_search_params(index, params)
+
     def search(self, queries: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
         """(scores, vector ids) of the ``k`` best live vectors per query, best first (id -1: none)."""
         queries = np.ascontiguousarray(queries, dtype=np.float32)
         found_scores, found_ids = [], []
+        # Shards sharing one quantizer probe the same lists: the query is quantized once, not per shard.
+        coarse = self._quantizer.quantizer.search(queries, int(self._quantizer.nprobe)) if self._quantizer else None
         for index, _, selector in self.shards:
             if index.ntotal == 0:
                 continue
-            scores, ids = index.search(queries, min(k, index.ntotal), params=self._parameters(index, selector))
+            if coarse is not None:
+                scores, ids = self._search_preassigned(index, queries, min(k, index.ntotal), coarse, selector)
+            else:
+                scores, ids = index.search(queries, min(k, index.ntotal), params=self._parameters(index, selector))
             found_scores.append(scores)
             found_ids.append(ids)
         out_scores = np.full((len(queries), k), -np.inf, dtype=np.float32)
@@ -160,6 +190,19 @@ class VectorShards:
             out_scores[row, : len(order)] = scores[row][valid][order]
             out_ids[row, : len(order)] = ids[row][valid][order]
         return out_scores, out_ids
+
+    def _search_preassigned(self, index, queries: np.ndarray, k: int, coarse, selector):
+        import faiss
+
+        centroid_scores, lists = coarse
+        ivf = faiss.extract_index_ivf(index)
+        scores = np.empty((len(queries), k), dtype=np.float32)
+        ids = np.empty((len(queries), k), dtype=np.int64)
+        params = faiss.SearchParametersIVF(sel=selector, nprobe=lists.shape[1])  # as many lists as quantized
+        ptr = faiss.swig_ptr
+        ivf.search_preassigned_c(len(queries), ptr(queries), k, ptr(lists), ptr(centroid_scores), ptr(scores), ptr(ids),
+                                 False, params)
+        return scores, ids
 
     def _parameters(self, index, selector):
         import faiss

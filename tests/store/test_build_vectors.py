@@ -4,6 +4,7 @@ search parameters as a reader opens it, and an inverted file updated in place on
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import shutil
 
@@ -117,6 +118,10 @@ def test_a_reindex_writes_the_new_segments_shard_only_with_the_hits_of_a_rebuild
     assert after.factory == before.factory and after.trained_on == first.chunks and after.template == before.template
     assert after.added_since_training == second.chunks_embedded
     assert old_shard.stat().st_mtime_ns == stamp  # the old segment's shard is never written again
+    template = faiss.read_index(str(paths.ann_template(after.template)))
+    quantizer = faiss.extract_index_ivf(template).quantizer
+    [new_shard] = [p for p in (paths.ann / after.template).glob("*.faiss") if p not in (old_shard, paths.ann_template(after.template))]
+    assert new_shard.stat().st_size < quantizer.ntotal * quantizer.d * 4  # its lists, not a copy of the quantizer
     assert fsck(idx_dir) == []
 
     opened = index.open(idx_dir, embedder=HashingEmbedder())
@@ -128,8 +133,7 @@ def test_a_reindex_writes_the_new_segments_shard_only_with_the_hits_of_a_rebuild
     row_of = {v: i for i, v in enumerate(ids.tolist())}
     changed = [row_of[c.vector_id] for c in opened.chunks_of("docs/long-policy.md")]
     for nprobe in (after.nprobe, 64):
-        for shard, _, _ in shards.shards:
-            faiss.extract_index_ivf(shard).nprobe = nprobe
+        shards.tune(dataclasses.replace(after, nprobe=nprobe))
         faiss.extract_index_ivf(rebuilt).nprobe = nprobe
         got_scores, got = shards.search(vectors[changed], 5)
         want_scores, want = rebuilt.search(vectors[changed], 5)

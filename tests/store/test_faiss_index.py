@@ -92,14 +92,17 @@ def test_vectors_mapped_from_disk_are_not_left_resident_and_give_the_same_index(
     assert from_disk.ntotal == len(vectors)
 
 
-def _shards_of(template, parts: list[tuple[np.ndarray, np.ndarray]]):
-    """A shard per (vectors, ids) part, each a copy of ``template`` (as ingest.store.ann_shards makes them)."""
+def _shards_of(template, parts: list[tuple[np.ndarray, np.ndarray]], written: bool = False):
+    """A shard per (vectors, ids) part, each a copy of ``template`` (as ingest.store.ann_shards makes
+    them); ``written``: as a reader reads them, serialized without the inverted file's quantizer."""
+    from ingest.store.faiss_index import shard_bytes
+
     shards = []
     for vectors, ids in parts:
         inner = faiss.clone_index(template)
         shard = inner if faiss.try_extract_index_ivf(inner) is not None else faiss.IndexIDMap2(inner)
         shard.add_with_ids(vectors, ids)
-        shards.append(shard)
+        shards.append(faiss.deserialize_index(np.frombuffer(shard_bytes(shard), dtype=np.uint8)) if written else shard)
     return shards
 
 
@@ -122,7 +125,8 @@ def test_shards_with_masked_ids_give_the_hits_of_one_index_of_the_live_vectors(s
     bounds = np.sort(rng.choice(np.arange(1, len(vectors)), n_parts - 1, replace=False)) if n_parts > 1 else []
     parts = [(vectors[a:b], np.arange(a, b, dtype=np.int64)) for a, b in zip([0, *bounds], [*bounds, len(vectors)])]
     dead = np.flatnonzero(rng.random(len(vectors)) < dead_share).astype(np.int64)
-    shards = VectorShards([(s, dead[np.isin(dead, ids)]) for s, (_, ids) in zip(_shards_of(template, parts), parts)], params)
+    written = _shards_of(template, parts, written=True)
+    shards = VectorShards([(s, dead[np.isin(dead, ids)]) for s, (_, ids) in zip(written, parts)], params, template)
     live = np.setdiff1d(np.arange(len(vectors)), dead)
     [one] = _shards_of(template, [(vectors[live], live)])
     apply_search_params(one, params)
