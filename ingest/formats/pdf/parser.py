@@ -67,6 +67,7 @@ _MAX_MESSAGE_CHARS = 200
 _MAX_LISTED_PAGES = 20
 
 _UNSAFE_CHARS = re.compile("[\f\ud800-\udfff]")
+_REPEATED = re.compile(r"\.\.\. repeated \d+ times\.\.\.(; |\n)?")
 _SURROGATES = re.compile("[\ud800-\udfff]")
 _REPLACEMENT = "\ufffd"
 
@@ -155,9 +156,9 @@ def _drain_mupdf_messages() -> tuple[str, ...]:
     """MuPDF's warnings and errors since the last drain: deduplicated, truncated, prefixed."""
     seen: dict[str, None] = {}
     for line in pymupdf.TOOLS.mupdf_warnings(reset=True).splitlines():
-        line = line.strip()
+        line = _truncate(line.strip())
         if line:
-            seen.setdefault(_truncate(line), None)
+            seen.setdefault(line, None)
     messages = [f"mupdf: {m}" for m in seen]
     if len(messages) > _MAX_MUPDF_MESSAGES:
         more = len(messages) - _MAX_MUPDF_MESSAGES
@@ -166,7 +167,14 @@ def _drain_mupdf_messages() -> tuple[str, ...]:
 
 
 def _truncate(message: str) -> str:
-    """A message fit for a table cell: valid UTF-8 (MuPDF quotes raw bytes) and short."""
+    """A message fit for a table cell: valid UTF-8 (MuPDF quotes raw bytes) and short, and the
+    document's own: MuPDF's count of a warning repeated before it (global state, left by earlier
+    documents in the process) is dropped.
+
+    >>> _truncate("Failed to open stream (... repeated 6 times...; format error: no xref)")
+    'Failed to open stream (format error: no xref)'
+    """
+    message = _REPEATED.sub("", message)
     message = _SURROGATES.sub(_REPLACEMENT, message)
     if len(message) > _MAX_MESSAGE_CHARS:
         message = message[: _MAX_MESSAGE_CHARS - 3] + "..."
