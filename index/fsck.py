@@ -155,8 +155,6 @@ def _counts(gen: Generation) -> list[Fault]:
     declared = sum(documents.column("n_chunks").to_pylist())
     if declared != chunks.num_rows:
         faults.append(Fault("documents.parquet", f"n_chunks sums to {declared}, chunks.parquet has {chunks.num_rows}"))
-    if sorted(documents.column("doc_id").to_pylist()) != sorted(m.files):
-        faults.append(Fault("manifest.json", "files do not match documents.parquet"))
     return faults
 
 

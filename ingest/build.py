@@ -21,6 +21,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import pyarrow as pa
 import pyarrow.compute as pc
 
 from ingest.corpus import CorpusFile, SkippedFile, discover
@@ -47,9 +48,9 @@ from schemas.embedding import Device, EmbedBackend
 from schemas.errors import CorpusError
 from schemas.layout import IndexPaths, read_current
 from schemas.limits import MAX_DOC_CHARS, MAX_FILE_MB, MAX_PDF_PAGES
-from schemas.records import ChunkerSettings, DocStatus, Manifest, MediaType, OcrSettings
+from schemas.records import ChunkerSettings, DocStatus, DocumentRecord, Manifest, MediaType, OcrSettings
 from schemas.segments import Deletions, open_segments
-from schemas.tables import FORMAT_VERSION
+from schemas.tables import FORMAT_VERSION, documents_table
 
 
 @dataclass(frozen=True, slots=True)
@@ -291,51 +292,54 @@ def _write_generation(corpus, paths, settings, model, executor, embedder, live, 
             masked.setdefault(old.segment, {})[doc_id] = old
             n_live_chunks -= old.n_vectors
 
+    unchanged: list[str] = []  # counted after the loop, from the live documents table's columns
+    written: list[DocumentRecord] = []
     with contextlib.closing(results):
         for done, result in enumerate(results, start=1):
             if result.unchanged:
-                record = live.document(result.doc_id)
-                report.unchanged += 1
-                report.chunks_reused += record.n_chunks
+                unchanged.append(result.doc_id)
+                if progress:
+                    progress(Progress(done, len(files), result.doc_id, "unchanged"))
+                continue
+            if result.write_error:
+                raise write_failure(paths, result.write_error, read_current(paths))
+            record = result.record
+            if result.doc_id in live_files:
+                report.changed += 1
+                mask(result.doc_id)
             else:
-                if result.write_error:
-                    raise write_failure(paths, result.write_error, read_current(paths))
-                record = result.record
-                if result.doc_id in live_files:
-                    report.changed += 1
-                    mask(result.doc_id)
-                else:
-                    report.added += 1
-                if live:
-                    live.remember(result.doc_id, record.source_sha256)
-                for table_name, rows in result.tables.items():
-                    _add_rows(table_name, rows, writer, report)
-                for table_name, path in result.spilled.items():
-                    _copy_spilled(table_name, path, writer, vectors, report)
-                if result.chunks is not None:
-                    writer.add_rows("chunks", vectors.assign(result.chunks, result.embed_texts))
-                if result.internal_error:
-                    report.internal_errors.append((result.doc_id, result.internal_error))
-                report.parse_seconds += result.seconds
-                if result.layout is not None:
-                    report.layout += result.layout
-                if result.office_layout is not None:
-                    report.office += result.office_layout
-                report.worker_peak_rss_mb = max(report.worker_peak_rss_mb, result.peak_rss_kb / 1024)
-                writer.add_document(record)
-                n_live_chunks += record.n_chunks
+                report.added += 1
+            if live:
+                live.remember(result.doc_id, record.source_sha256)
+            for table_name, rows in result.tables.items():
+                _add_rows(table_name, rows, writer, report)
+            for table_name, path in result.spilled.items():
+                _copy_spilled(table_name, path, writer, vectors, report)
+            if result.chunks is not None:
+                writer.add_rows("chunks", vectors.assign(result.chunks, result.embed_texts))
+            if result.internal_error:
+                report.internal_errors.append((result.doc_id, result.internal_error))
+            report.parse_seconds += result.seconds
+            if result.layout is not None:
+                report.layout += result.layout
+            if result.office_layout is not None:
+                report.office += result.office_layout
+            report.worker_peak_rss_mb = max(report.worker_peak_rss_mb, result.peak_rss_kb / 1024)
+            writer.add_document(record)
+            n_live_chunks += record.n_chunks
             files_sha[record.doc_id] = record.source_sha256
-            report.by_status[record.status.value] += 1
-            report.chunks += record.n_chunks
-            if record.status is not DocStatus.OK:
-                report.failures.append((record.doc_id, record.status.value, record.error))
-            elif record.warning:
-                report.warned.append((record.doc_id, record.warning))
-            if record.n_hidden_chars:
-                report.hidden.append((record.doc_id, record.n_hidden_chars))
+            written.append(record)
             if progress:
-                progress(Progress(done, len(files), result.doc_id, "unchanged" if result.unchanged else record.status.value))
+                progress(Progress(done, len(files), result.doc_id, record.status.value))
     vectors.flush()
+    _tally(report, documents_table(written))
+    if unchanged:
+        kept = live.documents(unchanged)
+        files_sha.update(zip(kept.column("doc_id").to_pylist(), kept.column("source_sha256").to_pylist()))
+        report.unchanged = kept.num_rows
+        report.chunks_reused += _tally(report, kept)
+    for listed in (report.failures, report.warned, report.hidden):
+        listed.sort()  # in file (doc_id) order, as the results came
     shutil.rmtree(writer.gen_dir / SPILL_FOLDER, ignore_errors=True)  # what results never consumed left there
     removed = set(live_files) - set(files_sha)
     for doc_id in sorted(removed):
@@ -388,7 +392,6 @@ def _write_generation(corpus, paths, settings, model, executor, embedder, live, 
         n_documents=len(files_sha),
         n_chunks=n_live_chunks,
         documents_by_status=dict(sorted(report.by_status.items())),
-        files=dict(sorted(files_sha.items())),
         warnings=tuple(w for w in [faiss_warning] if w),
         html_layout=report.html_layout,
         office_layout=report.office_layout,
@@ -396,6 +399,23 @@ def _write_generation(corpus, paths, settings, model, executor, embedder, live, 
         next_vector_id=next_id,
     )
     return write_generation(generation_tmp, manifest, deleted_table(m for docs in masked.values() for m in docs.values()))
+
+
+def _tally(report: BuildReport, documents: pa.Table) -> int:
+    """Count the rows of a documents table into the report (by status, failures, warnings,
+    hidden text, chunks), column by column; their chunks."""
+    statuses = documents.column("status")
+    counts = pc.value_counts(statuses)
+    report.by_status.update(dict(zip(counts.field("values").to_pylist(), counts.field("counts").to_pylist())))
+    failed = documents.filter(pc.not_equal(statuses, DocStatus.OK.value))
+    report.failures.extend(zip(*(failed.column(c).to_pylist() for c in ("doc_id", "status", "error"))))
+    warned = documents.filter(pc.and_(pc.equal(statuses, DocStatus.OK.value), pc.not_equal(documents.column("warning"), "")))
+    report.warned.extend(zip(*(warned.column(c).to_pylist() for c in ("doc_id", "warning"))))
+    hidden = documents.filter(pc.greater(documents.column("n_hidden_chars"), 0))
+    report.hidden.extend(zip(*(hidden.column(c).to_pylist() for c in ("doc_id", "n_hidden_chars"))))
+    chunks = int(pc.sum(documents.column("n_chunks")).as_py() or 0)
+    report.chunks += chunks
+    return chunks
 
 
 def _add_rows(table_name: str, rows, writer: SegmentWriter, report: BuildReport) -> None:
@@ -482,6 +502,8 @@ def remove_debris(paths: IndexPaths) -> None:
     remove_unreferenced_segments(paths)  # written by a build that never published
     for debris in paths.root.glob(".*.tmp-*"):
         debris.unlink(missing_ok=True)
-    for folder in (paths.texts, paths.sources):
-        for debris in folder.glob(".*.tmp-*"):
-            debris.unlink(missing_ok=True)
+    for folder in (paths.texts, paths.sources):  # (scandir: a glob of 100,000 names cost a build 0.13 s each)
+        with contextlib.suppress(FileNotFoundError), os.scandir(folder) as entries:
+            for entry in entries:
+                if entry.name.startswith(".") and ".tmp-" in entry.name:
+                    Path(entry.path).unlink(missing_ok=True)

@@ -66,7 +66,7 @@ def compact_index(index_dir: str | Path, *, keep_generations: int = 3, wait_for_
         except BaseException:
             shutil.rmtree(generation_tmp, ignore_errors=True)
             raise
-        retire_generations(paths, keep=keep_generations)
+        retire_generations(paths, keep=keep_generations, sweep=True)
     dropped = sum(r.n_deleted for r in m.segments)
     return CompactReport(name, len(m.segments), 1, dropped, time.perf_counter() - started)
 

@@ -479,7 +479,6 @@ class Manifest:
     n_documents: int
     n_chunks: int
     documents_by_status: dict[str, int] = field(default_factory=dict)
-    files: dict[str, str] = field(default_factory=dict)  # doc_id -> source sha256
     table_sha256: dict[str, str] = field(default_factory=dict)  # file name -> sha256
     parser_version: int = 1
     model_path: str = ""  # where the model was loaded from (a local folder; never a hub)

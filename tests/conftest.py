@@ -145,6 +145,13 @@ def spanindex(*args, test_embedder: bool = False, cwd: Path = ROOT, timeout: flo
                           cwd=cwd, timeout=timeout)
 
 
+def live_files(index_dir) -> dict[str, str]:
+    """doc_id -> source sha256 of every file the live generation holds (its documents table)."""
+    import index
+
+    return {d.doc_id: d.source_sha256 for d in index.open(index_dir).documents()}
+
+
 def chunk_with(idx, doc_id: str, quote: str) -> str:
     """The id of the chunk of ``doc_id`` whose text holds ``quote``."""
     for chunk in idx.chunks_of(doc_id):

@@ -85,7 +85,7 @@ def test_manifest_round_trips_and_refuses_other_versions():
     manifest = Manifest(
         format_version=FORMAT_VERSION, generation="000001", created_at="2026-12-02T00:00:00Z",
         model_id="m", model_dim=4, chunker=ChunkerSettings(), normalizer_version=1,
-        faiss_factory="Flat", n_documents=1, n_chunks=2, files={"a.txt": "00"},
+        faiss_factory="Flat", n_documents=1, n_chunks=2,
         warnings=("w",),
     )
     assert manifest_from_json(manifest_to_json(manifest)) == manifest

@@ -9,6 +9,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import hashlib
+import posixpath
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import PurePosixPath
@@ -61,7 +62,7 @@ def media_type_of(doc_id: str) -> MediaType | None:
     >>> media_type_of("docs/Guide.MD")
     <MediaType.MARKDOWN: 'text/markdown'>
     """
-    return SUFFIXES.get(PurePosixPath(doc_id).suffix.lower())
+    return SUFFIXES.get(posixpath.splitext(doc_id)[1].lower())  # PurePosixPath's suffix, at a tenth of the cost
 
 
 @dataclass(frozen=True, slots=True, eq=False)

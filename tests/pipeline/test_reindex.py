@@ -21,12 +21,13 @@ import index
 from index.citations.drift import check_records, summarize_drift
 from index.fsck import fsck
 from index.citations.verify import Verifier, resolve
+from ingest.compact import compact_index
 from ingest.build import BuildSettings, build_index
 from schemas.citations import Claim, ClaimVerdict, DriftStatus, Support
 from schemas.manifest import read_manifest
 from schemas.record_json import read_records, record_line
 
-from conftest import ROOT, SAMPLE_CORPUS, SHARED_CORPUS, WAIT_S, spanindex
+from conftest import ROOT, SAMPLE_CORPUS, SHARED_CORPUS, WAIT_S, live_files, spanindex
 from doubles import HashingEmbedder
 
 
@@ -71,19 +72,35 @@ def test_retention_keeps_three_generations_and_the_texts_they_reference(tmp_path
     corpus = tmp_path / "corpus"
     corpus.mkdir()
     idx_dir = tmp_path / "idx"
-    versions = []
+    versions, sources = [], []
+    (corpus / "b.html").write_text("<p>A page that never changes.</p>")
     for i in range(5):
         (corpus / "a.md").write_text(f"Version {i} of the document, with its own sentence number {i}.")
         _build(corpus, idx_dir)
         versions.append(index.open(idx_dir).document("a.md").doc_version)
+        sources.append(index.open(idx_dir).document("a.md").source_sha256)
     generations = sorted(p.name for p in (idx_dir / "generations").iterdir())
     assert generations == ["000003", "000004", "000005"]
     idx = index.open(idx_dir)
     assert [idx.has_text(v) for v in versions] == [False, False, True, True, True]
+    page = idx.document("b.html")
+    # The retired versions' sources went by name; the unchanged page's bytes stay.
+    assert sorted(p.name for p in (idx_dir / "sources").iterdir()) == sorted(
+        [f"{sha}.md" for sha in sources[2:]] + [f"{page.source_sha256}.html", f"{page.source_sha256}.decoded.html"])
+    assert idx.has_text(page.doc_version)
+    # A file no generation ever referenced is not looked for by a build; a compaction sweeps it.
+    stray = idx_dir / "texts" / f"{'0' * 64}.txt"
+    stray.write_text("debris")
+    (corpus / "a.md").write_text("Version 4b.")
+    _build(corpus, idx_dir)
+    assert stray.exists()
+    compact_index(idx_dir)
+    assert not stray.exists() and fsck(idx_dir) == []
+    versions.append(index.open(idx_dir).document("a.md").doc_version)
     (corpus / "a.md").write_text("Version 5.")
     _build(corpus, idx_dir, keep_texts=True, keep_generations=1)
-    assert sorted(p.name for p in (idx_dir / "generations").iterdir()) == ["000006"]
-    assert all(index.open(idx_dir).has_text(v) for v in versions[2:])
+    assert sorted(p.name for p in (idx_dir / "generations").iterdir()) == ["000008"]  # after a build and a compaction
+    assert all(index.open(idx_dir).has_text(v) for v in versions[4:])  # versions 4 and 4b were still referenced
 
 
 @pytest.mark.hostile("an index with damaged files and missing texts", "CLI error: `spanindex fsck` names each fault, exit 1")
@@ -332,7 +349,7 @@ def test_a_build_killed_at_any_moment_leaves_a_whole_generation_serving(tmp_path
     corpus = shutil.copytree(SAMPLE_CORPUS, tmp_path / "corpus")
     idx_dir = tmp_path / "idx"
     _build(corpus, idx_dir)
-    state = dict(index.open(idx_dir).manifest.files)
+    state = live_files(idx_dir)
     rng = random.Random(42)
     started = time.perf_counter()
     assert _start_build(corpus, idx_dir).wait() == 0
@@ -346,7 +363,7 @@ def test_a_build_killed_at_any_moment_leaves_a_whole_generation_serving(tmp_path
         build.wait()
         faults = fsck(idx_dir)
         assert faults == [], f"run {run}: {faults}"
-        live = dict(index.open(idx_dir).manifest.files)
+        live = live_files(idx_dir)
         _build(corpus, idx_dir)  # the next build: cleans the debris and completes
         assert not list((idx_dir / "generations").glob(".*tmp*")), "debris left after the next build"
         assert not list((idx_dir / "segments").glob(".*tmp*")) and not list((idx_dir / "ann").glob("*/.*tmp*"))
@@ -355,7 +372,7 @@ def test_a_build_killed_at_any_moment_leaves_a_whole_generation_serving(tmp_path
         kept = {s.name for name in os.listdir(idx_dir / "generations")
                 for s in read_manifest(idx_dir / "generations" / name).segments}
         assert read <= kept == {p.name for p in (idx_dir / "segments").iterdir()}
-        new_state = dict(index.open(idx_dir).manifest.files)
+        new_state = live_files(idx_dir)
         assert live in (state, new_state), f"run {run}: the live generation is neither the old nor the new corpus"
         outcomes["previous" if live == state else "new"] += 1
         state = new_state
