@@ -106,8 +106,13 @@ def dense_search(index, query: str, k: int) -> list[SearchHit]:
     shards = index.generation.faiss()  # each segment's shard, searched as the manifest says (nprobe, efSearch)
     depth = min(k + HIDDEN_MARGIN, index.n_chunks)
     scores, ids = shards.search(np.ascontiguousarray(vector, dtype=np.float32), depth)
-    found = [(index.chunk_at_vector(int(i)), float(s)) for s, i in zip(scores[0], ids[0]) if i >= 0]
-    found = [(chunk, s) for chunk, s in found if not _all_hidden(index, chunk)][:k]
+    found = []
+    for score, vector_id in zip(scores[0], ids[0]):  # read best first, until k: each read is a row group
+        if vector_id < 0 or len(found) == k:
+            break
+        chunk = index.chunk_at_vector(int(vector_id))
+        if not _all_hidden(index, chunk):
+            found.append((chunk, float(score)))
     return [hit_of(chunk, rank, s) for rank, (chunk, s) in enumerate(found, start=1)]
 
 
