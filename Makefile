@@ -47,8 +47,9 @@ serve: venv
 	test -f $(INDEX)/CURRENT || $(BIN)/spanindex build sample_corpus --index $(INDEX)
 	$(BIN)/spanindex serve $(INDEX) --host 127.0.0.1 --port $${PORT:-8000}
 
-# All figures in one run (~25 min on 2 cores). BENCH_ANN_SIZES=100000,1000000 adds the million-vector
-# table (~20 min more; vectors cached under .bench/); BENCH_OVERLAP_BACKENDS=torch,onnx by default.
+# All figures in one run (~45 min on 2 cores, 100,000 generated documents included: BENCH_MANY_DOCS
+# sets how many). BENCH_ANN_SIZES=100000,1000000 adds the million-vector table (~20 min more; vectors
+# cached under .bench/); BENCH_OVERLAP_BACKENDS=torch,onnx by default.
 bench: venv
 	$(BIN)/python -m benchmarks.run
 

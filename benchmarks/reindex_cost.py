@@ -45,7 +45,7 @@ import json, statistics, sys, time
 from benchmarks.embedders import HashingEmbedder
 import index
 idx = index.open(sys.argv[1], embedder=HashingEmbedder(dim=384))
-queries = [line.strip() for line in open("benchmarks/queries.txt") if line.strip()][:20]
+queries = [line.strip() for line in open(sys.argv[2] if sys.argv[2:] else "benchmarks/queries.txt") if line.strip()][:20]
 out = {}
 for mode in ("dense", "lexical"):
     idx.search(queries[0], k=10, mode=mode)  # the first loads what the mode needs

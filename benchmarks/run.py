@@ -58,6 +58,10 @@ def main() -> None:
 
         print("== a one-file reindex and the first citation, by corpus size (segments)")
         RESULTS["reindex_cost"] = reindex_cost.run()
+        from benchmarks import many_docs
+
+        print(f"== {int(os.environ.get('BENCH_MANY_DOCS', '100000')):,} small documents: build, reindexes, compaction, first citation")
+        RESULTS["many_docs"] = many_docs.run()
         bench_chunk_stability()
         bench_large_text(work)
         bench_throughput(args.skip_model)
