@@ -90,12 +90,16 @@ class LexicalIndex:
                 weights.append(bm25_weights(counts, lengths, doc_freq, self.n_chunks, self._average))
         if not ids:
             return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float32)
-        matched, where = np.unique(np.concatenate(ids), return_inverse=True)
-        # summed in float32 in query-token order, as a full rebuild's stored weights were summed
-        scores = np.zeros(len(matched), dtype=np.float32)
-        for part, w in zip(np.split(where, np.cumsum([len(i) for i in ids])[:-1]), weights):
-            scores[part] += w  # a token occurs once per chunk in a segment's postings: plain indexing adds correctly
-        return matched.astype(np.int64), scores
+        # Summed in float32 in query-token order, as a full rebuild's stored weights were summed, into
+        # an array over the vector ids (sorting the postings' union cost 15 ms a query at 100,000 documents).
+        size = int(max(int(i.max()) for i in ids if len(i))) + 1
+        scores = np.zeros(size, dtype=np.float32)
+        touched = np.zeros(size, dtype=bool)
+        for token_ids, w in zip(ids, weights):
+            scores[token_ids] += w  # a token occurs once per chunk in a segment's postings: plain indexing adds correctly
+            touched[token_ids] = True
+        matched = np.flatnonzero(touched)
+        return matched.astype(np.int64), scores[matched]
 
     def top(self, query: str, k: int) -> tuple[np.ndarray, np.ndarray]:
         """(vector_ids, scores) of the ``k`` best chunks with a positive score, best first.
@@ -107,6 +111,10 @@ class LexicalIndex:
         matched, scores = matched[positive], scores[positive]
         if k <= 0 or matched.size == 0:
             return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float32)
+        if matched.size > k:  # the k best and every chunk tied with the k-th, then ordered
+            kth = np.partition(scores, matched.size - k)[matched.size - k]
+            keep = scores >= kth
+            matched, scores = matched[keep], scores[keep]
         order = np.lexsort((matched, -scores))[:k]
         return matched[order], scores[order]
 

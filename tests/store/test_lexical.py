@@ -163,6 +163,10 @@ def test_scores_are_bm25s_scores(corpus, query):
     ids, scores = lexical.top(query_text, 5)
     assert all(s > 0 for s in scores) and list(scores) == sorted(scores, reverse=True)
     assert len(set(ids.tolist())) == len(ids) <= 5
+    # the best 5 of every positive score, ties by id: as one sort of them all orders them
+    positive = np.flatnonzero(got > 0)
+    best = positive[np.lexsort((positive, -got[positive].astype(np.float32)))][:5]
+    assert ids.tolist() == best.tolist()
 
 
 def test_a_table_built_with_other_settings_is_refused():
