@@ -134,7 +134,7 @@ class VectorShards:
         import faiss
 
         from ingest.store import apply_search_params
-        from ingest.store.faiss_index import attach_quantizer
+        from ingest.store import attach_quantizer
 
         self.params = params
         self.shards = []
