@@ -133,8 +133,7 @@ class VectorShards:
         (none: each shard has its own)."""
         import faiss
 
-        from ingest.store import apply_search_params
-        from ingest.store import attach_quantizer
+        from ingest.store import apply_search_params, attach_quantizer
 
         self.params = params
         self.shards = []

@@ -244,8 +244,6 @@ def mtimes_trusted_before(build_started_ns: int) -> int:
 def read_source(job: FileJob, settings: WorkerSettings) -> bytes | DocResult:
     """The file's bytes; or its result when they need no parsing (too large, not a regular file
     inside the corpus, unreadable, unchanged)."""
-    if stat_unchanged(job):
-        return DocResult(job.doc_id, None)
     try:
         source = read_corpus_file(job.path, settings.corpus_root, settings.max_file_bytes)
     except NotReadable as exc:
