@@ -25,7 +25,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from ingest.corpus import CorpusFile, SkippedFile, discover
-from ingest.embed import Embedder, VectorQueue
+from ingest.embed import Embedder
 from ingest.run import Executor, LocalExecutor
 from ingest.store import build_vector_index, check_factory, plan_index
 from ingest.formats import LayoutError, LayoutStats, close_shared_browser, layout_engine
@@ -38,11 +38,10 @@ from ingest.formats import PARSER_VERSION, RENDERED_TYPES, media_type_of
 from ingest.formats import Passwords
 from ingest.store import fsync_dir, publish, write_failure
 from ingest.store import collect_garbage, remove_unreferenced_segments, retire_generations
-from ingest.store import KnownVectors, LiveGeneration
+from ingest.store import LiveGeneration
 from ingest.store import masked_refs, plan_merge, write_merged
-from ingest.store import SPILL_FOLDER, read_spill
-from ingest.run import EMBED_TEXT, DocResult, FileJob, WorkerSettings, mtimes_trusted_before, stat_unchanged
-from ingest.store import SegmentWriter, deleted_table, system_memory_pool, write_generation
+from ingest.run import DocResult, FileJob, SegmentSink, SegmentTarget, WorkerSettings, mtimes_trusted_before, stat_unchanged
+from ingest.store import deleted_table, system_memory_pool, write_generation
 from schemas.ann import AUTO_FACTORY, AnnParams
 from schemas.embedding import Device, EmbedBackend
 from schemas.errors import CorpusError
@@ -190,19 +189,19 @@ def _build_locked(corpus, paths, settings, model, executor, embedder, ocr_skippe
     report.ocr = describe(settings.ocr)
     if ocr_skipped:
         report.warnings.append(ocr_skipped)
-    segment_tmp = paths.segments / f".{name}.tmp-{os.getpid()}"
     generation_tmp = paths.generations / f".{name}.tmp-{os.getpid()}"
-    paths.segments.mkdir(parents=True, exist_ok=True)
-    writer = SegmentWriter(segment_tmp, embedder.model_id, embedder.dim)
+    target = SegmentTarget(paths, name, embedder.model_id, embedder.dim, settings.embed_batch,
+                           live.generation.manifest.next_vector_id if live else 0,
+                           mtimes_trusted_before(time.time_ns()))  # taken before any file is read
+    sink = executor.segment_sink(target, embedder, live)
     try:
-        manifest = _write_generation(corpus, paths, settings, model, executor, embedder, live, writer, report,
+        manifest = _write_generation(corpus, paths, settings, model, executor, embedder, live, sink, report,
                                      progress, office_skipped, generation_tmp)
         os.rename(generation_tmp, paths.generation(name))
         fsync_dir(paths.generations)
         publish(paths, name)
     except BaseException:
-        writer.abort()
-        shutil.rmtree(segment_tmp, ignore_errors=True)
+        sink.abort()
         shutil.rmtree(generation_tmp, ignore_errors=True)
         if read_current(paths) != name:  # written but not published: it takes space and will never serve
             shutil.rmtree(paths.generation(name), ignore_errors=True)
@@ -247,7 +246,7 @@ def _os_reason(exc: OSError, root: Path) -> str:
     return f"{exc.strerror or exc} ({where})"
 
 
-def _write_generation(corpus, paths, settings, model, executor, embedder, live, writer, report, progress,
+def _write_generation(corpus, paths, settings, model, executor, embedder, live, sink: SegmentSink, report, progress,
                       office_skipped: str = "", generation_tmp: Path | None = None) -> Manifest:
     found = discover(corpus, follow_symlinks=settings.follow_symlinks, index_folder=paths.root)
     files, report.skipped = found.files, found.skipped
@@ -265,24 +264,12 @@ def _write_generation(corpus, paths, settings, model, executor, embedder, live, 
     if live and live.generation.manifest.office_layout != report.office_layout:
         # rendered by another LibreOffice, or not at all: office documents are parsed and rendered again
         reusable = {d: sha for d, sha in reusable.items() if media_type_of(d) not in RENDERED_TYPES}
-    next_id = live.generation.manifest.next_vector_id if live else 0
-    vectors = VectorQueue(
-        embedder,
-        writer.add_vectors,
-        settings.embed_batch,
-        known=live.embed_cache if live else None,
-        known_vectors=KnownVectors(live) if live else None,
-        first_id=next_id,
-    )
     files_sha: dict[str, str] = {}
     masked: Deletions = {name: dict(docs) for name, docs in live.generation.deleted.items()} if live else {}
     n_live_chunks = live.generation.manifest.n_chunks if live else 0
     corpus_root = None if settings.follow_symlinks else found.root
     # Closed on the way out: a build that stops (a full disk) does not wait for the files in flight.
-    spill_dir = writer.gen_dir / SPILL_FOLDER  # removed below; with the segment if the build fails
-    spill_dir.mkdir()
-    mtimes_trusted_before_ns = mtimes_trusted_before(time.time_ns())  # taken before any file is read
-    results = _process_all(executor, files, corpus_root, spill_dir, paths, settings, model, reusable,
+    results = _process_all(executor, files, corpus_root, sink.spill_dir, paths, settings, model, reusable,
                            bool(report.html_layout), report.office_layout, live.stats if live else {})
 
     def mask(doc_id: str) -> None:  # the live rows of a changed or removed document stop being live
@@ -309,14 +296,7 @@ def _write_generation(corpus, paths, settings, model, executor, embedder, live, 
                 mask(result.doc_id)
             else:
                 report.added += 1
-            if live:
-                live.remember(result.doc_id, record.source_sha256)
-            for table_name, rows in result.tables.items():
-                _add_rows(table_name, rows, writer, report)
-            for table_name, path in result.spilled.items():
-                _copy_spilled(table_name, path, writer, vectors, report)
-            if result.chunks is not None:
-                writer.add_rows("chunks", vectors.assign(result.chunks, result.embed_texts))
+            sink.add(result, live.remember(result.doc_id, record.source_sha256) if live else [])
             if result.internal_error:
                 report.internal_errors.append((result.doc_id, result.internal_error))
             report.parse_seconds += result.seconds
@@ -325,13 +305,12 @@ def _write_generation(corpus, paths, settings, model, executor, embedder, live, 
             if result.office_layout is not None:
                 report.office += result.office_layout
             report.worker_peak_rss_mb = max(report.worker_peak_rss_mb, result.peak_rss_kb / 1024)
-            writer.add_document(record)
             n_live_chunks += record.n_chunks
             files_sha[record.doc_id] = record.source_sha256
             written.append(record)
             if progress:
                 progress(Progress(done, len(files), result.doc_id, record.status.value))
-    vectors.flush()
+    written_segments = sink.finish()
     _tally(report, documents_table(written))
     if unchanged:
         kept = live.documents(unchanged)
@@ -340,28 +319,20 @@ def _write_generation(corpus, paths, settings, model, executor, embedder, live, 
         report.chunks_reused += _tally(report, kept)
     for listed in (report.failures, report.warned, report.hidden):
         listed.sort()  # in file (doc_id) order, as the results came
-    shutil.rmtree(writer.gen_dir / SPILL_FOLDER, ignore_errors=True)  # what results never consumed left there
     removed = set(live_files) - set(files_sha)
     for doc_id in sorted(removed):
         mask(doc_id)
     report.removed = len(removed)
-    report.chunks_embedded = vectors.embedded
-    report.chunks_reused += vectors.reused
-    report.embed_seconds = vectors.seconds
+    report.chunks_embedded = written_segments.chunks_embedded
+    report.chunks_reused += written_segments.chunks_reused
+    report.embed_seconds = written_segments.embed_seconds
+    report.lexical_seconds += written_segments.lexical_seconds
+    report.ocr_pages += written_segments.ocr_pages
 
-    # The new segment (unless nothing changed), then at most one merge.
-    refs = [*live.generation.manifest.segments] if live else []
-    refs = masked_refs(refs, masked)
-    if writer.n_documents:
-        ref = writer.finish(report.generation, next_id, mtimes_trusted_before_ns)
-        report.lexical_seconds += writer.lexical_seconds
-        os.rename(writer.gen_dir, paths.segment(ref.name))
-        fsync_dir(paths.segments)  # the rename is durable before any generation names the segment
-        refs.append(ref)
-    else:
-        writer.abort()
-        shutil.rmtree(writer.gen_dir, ignore_errors=True)
-    next_id = vectors.next_id
+    # The new segments (none when nothing changed), then at most one merge.
+    refs = masked_refs([*live.generation.manifest.segments] if live else [], masked)
+    refs.extend(written_segments.segments)
+    next_id = written_segments.next_vector_id
     final = open_segments(paths.segments, refs, embedder.dim, masked)
     to_merge = plan_merge(refs, everything=settings.merge_all)
     if to_merge:
@@ -416,22 +387,6 @@ def _tally(report: BuildReport, documents: pa.Table) -> int:
     chunks = int(pc.sum(documents.column("n_chunks")).as_py() or 0)
     report.chunks += chunks
     return chunks
-
-
-def _add_rows(table_name: str, rows, writer: SegmentWriter, report: BuildReport) -> None:
-    writer.add_rows(table_name, rows)
-    if table_name == "pdf_pages":
-        report.ocr_pages += int(pc.sum(rows.column("ocr")).as_py() or 0)
-
-
-def _copy_spilled(table_name: str, path, writer: SegmentWriter, vectors: VectorQueue, report: BuildReport) -> None:
-    """A table a worker spilled, copied into the generation one row group at a time."""
-    for rows in read_spill(path):
-        if table_name == "chunks":
-            texts = rows.column(EMBED_TEXT).to_pylist()
-            writer.add_rows("chunks", vectors.assign(rows.drop_columns([EMBED_TEXT]), texts))
-        else:
-            _add_rows(table_name, rows, writer, report)
 
 
 def vector_index(paths: IndexPaths, final, factory: str, live_manifest: Manifest | None, n_live: int,

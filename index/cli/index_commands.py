@@ -41,6 +41,9 @@ def _build(p: argparse.ArgumentParser) -> None:
     p.add_argument("--embed-actors", type=int, default=0, metavar="N",
                    help="Ray actors that embed, each loading the model once "
                         "(default: one per GPU of the cluster, or one on a CPU)")
+    p.add_argument("--ray-shared-index", action="store_true",
+                   help="the index folder is at the same path on every Ray node (a shared file system): "
+                        "segments are written on any node (default: on the driver's node)")
     p.add_argument("--full", action="store_true", help="rebuild from scratch instead of reusing unchanged documents")
     p.add_argument("--keep", type=int, default=3, help="generations to keep (default 3)")
     p.add_argument("--keep-texts", action="store_true", help="keep every document text ever indexed")
@@ -186,12 +189,13 @@ def _executor(args):
     from schemas.errors import SpanindexError
 
     if args.executor == "local":
-        if args.ray_address or args.embed_actors:
-            raise SpanindexError("--ray-address and --embed-actors need --executor ray")
+        if args.ray_address or args.embed_actors or args.ray_shared_index:
+            raise SpanindexError("--ray-address, --embed-actors and --ray-shared-index need --executor ray")
         return LocalExecutor(args.workers)
     from ingest.run import RayExecutor, RaySettings
 
-    return RayExecutor(RaySettings(address=args.ray_address, embed_actors=args.embed_actors))
+    return RayExecutor(RaySettings(address=args.ray_address, embed_actors=args.embed_actors,
+                                   shared_index=args.ray_shared_index))
 
 
 def _listed(items: list, verbose: bool, limit: int):

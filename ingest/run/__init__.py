@@ -11,5 +11,6 @@ import lazy_loader
 __getattr__, __dir__, __all__ = lazy_loader.attach(__name__, submod_attrs={
     "executors": ["Executor", "LocalExecutor"],
     "ray_driver": ["RayExecutor", "RaySettings"],
+    "segment_sink": ["SegmentSink", "SegmentTarget"],
     "worker": ["DocResult", "EMBED_TEXT", "FileJob", "WorkerSettings", "mtimes_trusted_before", "stat_unchanged"],
 })

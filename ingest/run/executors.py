@@ -19,6 +19,7 @@ from contextlib import AbstractContextManager
 from typing import Protocol
 
 from ingest.embed import Embedder, ModelInfo
+from ingest.run.segment_sink import LocalSegmentSink, SegmentSink, SegmentTarget
 from ingest.run.worker import DocResult, FileJob, WorkerSettings, process_file
 from schemas.embedding import Device, EmbedBackend
 
@@ -42,6 +43,12 @@ class Executor(Protocol):
         """The embedder a build calls, for the length of the ``with`` block: ``model`` run by
         ``backend`` on ``device`` where this executor embeds, or ``embedder`` (one passed in,
         such as a test double) run there."""
+        ...
+
+    def segment_sink(self, target: SegmentTarget, embedder: Embedder, live=None) -> SegmentSink:
+        """Where the build's new rows are written (``ingest.run.segment_sink``): ``embedder`` is the
+        one ``embedding`` gave, ``live`` the live generation (``ingest.store.LiveGeneration``) whose
+        vectors unchanged chunk texts reuse."""
         ...
 
     def describe(self) -> str:
@@ -78,6 +85,13 @@ class LocalExecutor:
             # The parse workers run on the cores the model's threads would spin on.
             embedder = make_embedder(model, backend, device, spin=self.workers <= 1)
         yield embedder
+
+    def segment_sink(self, target: SegmentTarget, embedder: Embedder, live=None) -> SegmentSink:
+        from ingest.store import KnownVectors
+
+        if live is None:
+            return LocalSegmentSink(target, embedder)
+        return LocalSegmentSink(target, embedder, live.embed_cache, KnownVectors(live))
 
     def describe(self) -> str:
         return f"local ({self.workers} worker process{'es' if self.workers != 1 else ''})"

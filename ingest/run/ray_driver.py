@@ -1,15 +1,19 @@
-"""Run a build on a Ray cluster: parsing and chunking as Ray tasks, embedding in Ray actors.
+"""Run a build on a Ray cluster: parsing and chunking as Ray tasks, embedding in Ray actors,
+segments written by Ray actors.
 
 The driver (the process that runs the build) reads each file and ships its
 bytes to a task through Ray's object store, at most ``in_flight`` files ahead
-of the one it is waiting for, and takes the results in file order, so its
-memory stays flat however large the corpus. A task runs the same
-``ingest.run.worker`` code as a local worker process and returns the document
-text with its tables; the driver stores them and writes the generation, as a
-local build does. Workers need neither the corpus nor the index folder, but
-they do need the same spanindex, parser libraries and model as the driver: a
-node that differs stops the build (``ClusterError``) before anything is
-written from it. What runs on the nodes is ``ingest.run.ray_nodes``.
+of the one it is waiting for, and takes the results in file order. A task runs
+the same ``ingest.run.worker`` code as a local worker process and returns two
+objects: a summary (the document's record), which the driver takes, and the
+rows, which the driver passes by reference to a segment writer actor
+(``ingest.run.ray_segments``) that stores the text and source, embeds the chunks
+and writes the segment. The driver only routes, counts and commits: it holds no
+table, however large the corpus. Workers need neither the corpus nor the index
+folder; writers need the index folder (they run on the driver's node unless it
+is shared). Every node must run the same spanindex, parser libraries and model
+as the driver: a node that differs stops the build (``ClusterError``) before
+anything is written from it. What runs on the nodes is ``ingest.run.ray_nodes``.
 
 ``--doc-timeout`` counts from when a task starts its file (each task signs in
 on a start board once its worker has checked the node and loaded the
@@ -33,16 +37,20 @@ import socket
 import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 
 from ingest.embed import Embedder, ModelInfo
 from ingest.run.ray_nodes import EmbedActor, StartBoard, node_expectations, parse_remote
+from ingest.run.segment_sink import SegmentSink, SegmentTarget
 from ingest.run.worker import (
     DocResult,
     FileJob,
+    RemoteRows,
     WorkerSettings,
     crashed_result,
+    joined_rows,
     process_source,
     read_source,
     regular_mtime,
@@ -69,10 +77,12 @@ class RaySettings:
     in_flight: int = 0  # files shipped ahead of the one the driver waits for; 0: twice the cluster's CPUs
     num_cpus: int | None = None  # CPUs of the instance started when there is no address (None: all)
     crash_retries: int = 1  # a task whose worker dies is run again this many times before its file fails
+    segment_documents: int = 10_000  # files per segment a writer actor writes (the last one fewer)
+    shared_index: bool = False  # the index folder is at the same path on every node: writers run anywhere
 
 
 class RayExecutor:
-    """Parse and chunk in Ray tasks, embed in Ray actors; the driver writes the index.
+    """Parse and chunk in Ray tasks, embed and write segments in Ray actors; the driver commits.
 
     >>> with RayExecutor(RaySettings(num_cpus=2)) as executor:   # doctest: +SKIP
     ...     report = build_index("corpus", "index", executor=executor)
@@ -122,7 +132,7 @@ class RayExecutor:
         cpus = int(ray.cluster_resources().get("CPU", 1))
         self.in_flight = self.settings.in_flight or max(2, 2 * cpus)
         self._board = ray.remote(num_cpus=0)(StartBoard).remote()
-        self._parse = ray.remote(num_cpus=1, max_retries=0)(parse_remote)
+        self._parse = ray.remote(num_cpus=1, max_retries=0, num_returns=2)(parse_remote)
 
     def close(self) -> None:
         ray, self._ray = self._ray, None
@@ -156,10 +166,10 @@ class RayExecutor:
     # -- parsing and chunking ------------------------------------------------------------
 
     def process(self, jobs: Sequence[FileJob], settings: WorkerSettings, timeout_s: float | None = None) -> Iterator[DocResult]:
-        """Each file's bytes parsed and chunked in a Ray task; results in job order."""
+        """Each file's bytes parsed and chunked in a Ray task; results in job order, without their
+        rows: a task's rows and the file's bytes stay on the cluster (``DocResult.remote``) for the
+        build's segment writers (``segment_sink``), or for ``fetch``."""
         ray, work = self._require(), self.work
-        if settings.index_root is None:
-            raise ValueError("the driver stores texts and sources: WorkerSettings.index_root is needed")
         expected = node_expectations(settings.model)
         shipped = ray.put(dataclasses.replace(settings, index_root=None))
         window: collections.deque[_Flight] = collections.deque()
@@ -172,9 +182,6 @@ class RayExecutor:
                     return
                 flight = window.popleft()
                 result = flight.result or self._finish(flight, window, timeout_s)
-                if result.files is not None:
-                    store_document(settings.index_root, result.record, ray.get(flight.source), result.files)
-                    result.files = None
                 self._signed_out.extend(flight.keys)
                 if len(self._signed_out) >= 256:  # the board forgets the tasks that are done
                     self._board.forget.remote(self._signed_out)
@@ -199,7 +206,33 @@ class RayExecutor:
         flight.keys.append(flight.key)
         flight.submitted_at, flight.started_at = time.time(), None
         shipped, expected, work = flight.call
-        flight.task = self._parse.remote(self._board, flight.key, flight.job, flight.source, shipped, expected, work)
+        flight.task, flight.rows = self._parse.remote(self._board, flight.key, flight.job, flight.source, shipped,
+                                                      expected, work)
+
+    def fetch(self, result: DocResult, index_root: Path | None = None) -> DocResult:
+        """A result of ``process`` with its rows, its files stored under ``index_root`` where given."""
+        if result.remote is None:
+            return result
+        whole = joined_rows(result, self._require().get(result.remote.rows))
+        if index_root is not None and whole.files is not None:
+            store_document(index_root, whole.record, self._ray.get(result.remote.source), whole.files)
+            whole.files = None
+        return whole
+
+    def segment_sink(self, target: SegmentTarget, embedder: Embedder, live=None) -> SegmentSink:
+        """Where the build's rows are written (``ingest.run.ray_segments``): by writer actors, a
+        segment per run of ``RaySettings.segment_documents`` files, on the driver's node (on any
+        node with ``RaySettings.shared_index``); by the driver itself when it is a Ray Client,
+        whose index folder no node of the cluster reaches. ``embedder``: this build's (``embedding``)."""
+        from ingest.run.ray_segments import DriverSegmentSink, RaySegmentSink
+
+        ray = self._require()
+        if not isinstance(embedder, RayEmbedder):
+            raise TypeError("a Ray build embeds with the executor's actors: RayExecutor.embedding")
+        if ray.util.client.ray.is_connected() and not self.settings.shared_index:
+            return DriverSegmentSink(self, target, embedder, live)
+        node = None if self.settings.shared_index else ray.get_runtime_context().get_node_id()
+        return RaySegmentSink(ray, target, embedder.actors, self.settings.segment_documents, live, node)
 
     def _finish(self, flight: _Flight, window: collections.deque[_Flight], timeout_s: float | None) -> DocResult:
         ray = self._ray
@@ -207,7 +240,9 @@ class RayExecutor:
             if not self._wait(flight, window, timeout_s):
                 return self._stop(flight, timeout_s)
             try:
-                return ray.get(flight.task)
+                summary = ray.get(flight.task)
+                summary.remote = RemoteRows(flight.rows, flight.source)  # its rows, on the cluster
+                return summary
             except _crash_errors(ray):
                 if flight.attempts > self.settings.crash_retries:
                     return crashed_result(flight.job)
@@ -293,7 +328,8 @@ class _Flight:
     result: DocResult | None = None  # known without a task (unreadable, unchanged, too large)
     source: object = None  # the ObjectRef of the file's bytes
     call: tuple = ()
-    task: object = None  # the ObjectRef of the task's DocResult
+    task: object = None  # the ObjectRef of the task's DocResult (its summary)
+    rows: object = None  # the ObjectRef of the task's DocRows
     key: int = -1  # the task's entry on the start board
     keys: list[int] = dataclasses.field(default_factory=list)  # every attempt's
     submitted_at: float = 0.0

@@ -21,7 +21,7 @@ from pathlib import Path
 import numpy as np
 
 from ingest.embed import DEFAULT_MODEL_ID, Embedder, ModelInfo, resolve_model
-from ingest.run.worker import DocResult, FileJob, WorkerSettings, init_worker
+from ingest.run.worker import DocResult, DocRows, FileJob, WorkerSettings, init_worker, split_rows
 from schemas.embedding import Device, EmbedBackend
 from schemas.errors import ClusterError
 
@@ -59,14 +59,16 @@ _prepared: tuple | None = None
 
 
 def parse_remote(board, key: int, job: FileJob, source: bytes, settings: WorkerSettings,
-                  expected: NodeExpectations, work) -> DocResult:
+                  expected: NodeExpectations, work) -> tuple[DocResult, DocRows]:
+    """A file's result in two objects: its summary, for the driver, and its rows, for a segment
+    writer on the cluster (the driver passes their reference on and never fetches them)."""
     global _prepared
     if _prepared != (settings, expected):
         model = node_model(settings.model, expected)
         init_worker(dataclasses.replace(settings, model=model))
         _prepared = (settings, expected)
     board.started.remote(key, time.time())  # --doc-timeout times the file, not the worker's set-up
-    return work(job, source)
+    return split_rows(work(job, source))
 
 
 class EmbedActor:
@@ -95,10 +97,8 @@ def node_expectations(model: ModelInfo) -> NodeExpectations:
 
 def node_model(model: ModelInfo, expected: NodeExpectations) -> ModelInfo:
     """The driver's model as installed on this node, after checking this node runs the same code."""
+    check_code(expected.code)
     host = socket.gethostname()
-    if code_fingerprint() != expected.code:
-        raise ClusterError(f"node {host} runs another spanindex or other parser libraries than the driver "
-                           f"({', '.join(_library_versions())}): install the same versions on every node")
     try:
         local = resolve_model(None if model.model_id == DEFAULT_MODEL_ID else model.path)
     except Exception as exc:  # noqa: BLE001 - whatever stops the model loading is the node's problem
@@ -106,6 +106,14 @@ def node_model(model: ModelInfo, expected: NodeExpectations) -> ModelInfo:
     if local.model_id != expected.model_id or _file_sha256(local.path / "tokenizer.json") != expected.tokenizer_sha256:
         raise ClusterError(f"node {host} has another {model.model_id} than the driver (at {local.path})")
     return local
+
+
+def check_code(expected_code: str) -> None:
+    """Refuse to work on a node that runs other code or other parser libraries than the driver
+    (``expected_code``: the driver's ``code_fingerprint``)."""
+    if code_fingerprint() != expected_code:
+        raise ClusterError(f"node {socket.gethostname()} runs another spanindex or other parser libraries than the "
+                           f"driver ({', '.join(_library_versions())}): install the same versions on every node")
 
 
 @functools.cache

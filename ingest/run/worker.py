@@ -9,7 +9,9 @@ through a spill file in the generation instead (``ingest.store.spill``).
 A worker on this machine reads the file and writes its text and source into
 the index folder itself. A worker with no index folder (``index_root=None``,
 on another machine) is handed the bytes and returns the files in its result,
-for the one process that writes the index to store (``store_document``).
+for the process that writes the segment to store (``store_document``); a Ray
+task returns its summary and its rows apart (``split_rows``), so that the rows
+go to that process without passing through the driver.
 """
 
 from __future__ import annotations
@@ -124,10 +126,48 @@ class DocResult:
     office_layout: OfficeLayoutStats | None = None  # an office document rendered by LibreOffice
     files: DocumentFiles | None = None  # to store, when the worker had no index folder
     write_error: str = ""  # the index could not be written (disk full, read-only): the build must stop
+    remote: RemoteRows | None = None  # rows left on a Ray cluster, for a writer there (not in this process)
 
     @property
     def unchanged(self) -> bool:
         return self.record is None
+
+
+@dataclass(slots=True, eq=False)
+class DocRows:
+    """What a result adds to a segment and to texts/ and sources/: its rows, not its summary."""
+
+    chunks: pa.Table | None
+    embed_texts: list[str]
+    tables: dict[str, pa.Table]
+    files: DocumentFiles | None
+
+
+@dataclass(frozen=True, slots=True)
+class RemoteRows:
+    """Where a Ray task left a result's rows and the file's bytes: object references that a
+    writer on the cluster resolves, so that the driver never receives them."""
+
+    rows: object
+    source: object
+
+
+def split_rows(result: DocResult) -> tuple[DocResult, DocRows]:
+    """A result without its rows (what a build's driver needs: the record and the counts), and the rows.
+
+    >>> summary, rows = split_rows(DocResult("a.md", None, embed_texts=["x"]))
+    >>> summary.embed_texts, rows.embed_texts
+    ([], ['x'])
+    """
+    rows = DocRows(result.chunks, result.embed_texts, result.tables, result.files)
+    summary = dataclasses.replace(result, chunks=None, embed_texts=[], tables={}, files=None)
+    return summary, rows
+
+
+def joined_rows(summary: DocResult, rows: DocRows) -> DocResult:
+    """``split_rows`` undone."""
+    return dataclasses.replace(summary, chunks=rows.chunks, embed_texts=rows.embed_texts, tables=rows.tables,
+                               files=rows.files, remote=None)
 
 
 _settings: WorkerSettings | None = None

@@ -81,9 +81,11 @@ class LiveGeneration:
             live._by_source.setdefault(sha, []).append(doc_id)
         return live, ""
 
-    def remember(self, doc_id: str, source_sha256: str) -> None:
+    def remember(self, doc_id: str, source_sha256: str) -> list[tuple[str, int]]:
         """Add to ``embed_cache`` the chunks of the live documents a new version of ``doc_id``
-        may share text with: its own live version, and live documents with the same bytes."""
+        may share text with: its own live version, and live documents with the same bytes.
+        Returns what it added, (embed_sha256, vector_id) each."""
+        added = []
         for known in [doc_id, *self._by_source.get(source_sha256, ())[:1]]:
             if known in self._remembered or known not in self.files:
                 continue
@@ -91,7 +93,10 @@ class LiveGeneration:
             chunks = self.generation.rows_of("chunks", known)
             if chunks is not None and chunks.num_rows:
                 for key, vector_id in zip(chunks.column("embed_sha256").to_pylist(), chunks.column("vector_id").to_pylist()):
-                    self.embed_cache.setdefault(key, vector_id)
+                    if key not in self.embed_cache:
+                        self.embed_cache[key] = vector_id
+                        added.append((key, vector_id))
+        return added
 
     def documents(self, doc_ids: list[str]) -> pa.Table:
         """The live rows of ``doc_ids`` in the documents table read at open (a one-row slice per

@@ -15,6 +15,7 @@ import signal
 import socket
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -96,7 +97,11 @@ def test_a_ray_driver_killed_mid_build_leaves_the_previous_generation_serving_an
                     break
         else:
             pytest.fail(f"the driver ended before the middle of its build (exit {driver.wait()})")
-        assert list((index_dir / "segments").glob(".*.tmp-*")), "the build is not writing a segment"
+        # The segment is written by an actor, which may still be starting: it writes before the build can end.
+        deadline = time.monotonic() + 60
+        while not (writing := list((index_dir / "segments").glob(".*.tmp-*"))) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert writing and driver.poll() is None, "the build is not writing a segment"
         started = descendants(driver.pid)
         driver.kill()  # SIGKILL: no cleanup of any kind
         driver.wait()

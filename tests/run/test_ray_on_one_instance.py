@@ -132,6 +132,38 @@ def test_a_reindex_on_ray_embeds_the_edited_documents_chunks_and_reuses_the_rest
     assert_same_generation(tmp_path / "idx", tmp_path / "local", atol=0, same_files=False)
 
 
+def test_writer_actors_write_a_segment_per_run_of_files_and_the_build_is_the_local_build(ray_executor, tmp_path):
+    corpus = shutil.copytree(SAMPLE_CORPUS, tmp_path / "corpus")
+    n_files = len(discover(corpus).files)
+    # Another executor on the module's running Ray instance, whose writers take 4 files each.
+    with RayExecutor(RaySettings(segment_documents=4)) as executor:
+        build_index(corpus, tmp_path / "idx", BuildSettings(), embedder=HashingEmbedder(), executor=executor)
+        segments = live_generation(tmp_path / "idx").manifest.segments
+        assert len(segments) == -(-n_files // 4) > 2
+        assert [s.n_documents for s in segments[:-1]] == [4] * (len(segments) - 1)
+        # Their vector id ranges follow one another, as one local segment's would.
+        assert [s.vector_base for s in segments[1:]] == [s.vector_base + s.n_vectors for s in segments[:-1]]
+        build_index(corpus, tmp_path / "local", BuildSettings(workers=1), embedder=HashingEmbedder())
+        assert_same_generation(tmp_path / "idx", tmp_path / "local", atol=0)
+        assert _vector_ids(tmp_path / "idx") == _vector_ids(tmp_path / "local")
+
+    edited = corpus / "docs" / "long-policy.md"
+    edited.write_text(edited.read_text() + "\n\nA paragraph added at the end of the policy.\n")
+    (corpus / "docs" / "release-notes.txt").unlink()
+    # Writers on any node (the index folder shared): here the one node, by another path in the code.
+    with RayExecutor(RaySettings(segment_documents=4, shared_index=True)) as executor:
+        report = build_index(corpus, tmp_path / "idx", BuildSettings(), embedder=HashingEmbedder(), executor=executor)
+    assert (report.changed, report.removed) == (1, 1) and 0 < report.chunks_embedded < report.chunks_reused
+    build_index(corpus, tmp_path / "local", BuildSettings(workers=1), embedder=HashingEmbedder())
+    assert_same_generation(tmp_path / "idx", tmp_path / "local", atol=0, same_files=False)
+    assert _vector_ids(tmp_path / "idx") == _vector_ids(tmp_path / "local")
+
+
+def _vector_ids(index_dir: Path) -> dict[str, int]:
+    chunks = live_generation(index_dir).table("chunks", ["chunk_id", "vector_id"])
+    return dict(zip(chunks.column("chunk_id").to_pylist(), chunks.column("vector_id").to_pylist()))
+
+
 def test_files_that_crash_or_hang_their_ray_task_become_error_rows_and_the_rest_is_indexed(ray_executor, tmp_path):
     corpus = shutil.copytree(SAMPLE_CORPUS / "docs", tmp_path / "corpus")
     (corpus / "a-crash.md").write_text("This file takes its worker down.")
@@ -159,7 +191,7 @@ def _process(jobs: list[FileJob], index_root: Path, timeout_s: float, work) -> l
     """``work`` on each job in Ray tasks, on the Ray instance the module runs (an executor
     started while Ray runs joins it, and leaves it running when it closes)."""
     with RayExecutor(RaySettings(), work=work) as executor:
-        return list(executor.process(jobs, _settings(index_root), timeout_s=timeout_s))
+        return [executor.fetch(r, index_root) for r in executor.process(jobs, _settings(index_root), timeout_s=timeout_s)]
 
 
 def _settings(index_root: Path) -> WorkerSettings:
@@ -179,12 +211,18 @@ def test_ray_tasks_give_the_local_pools_results_and_store_the_same_files(ray_exe
     files = discover(SAMPLE_CORPUS).files
     jobs = [FileJob(f.path, f.doc_id, media_type_of(f.doc_id), None) for f in files]
     local = list(process_in_workers(jobs, _settings(tmp_path / "local"), 2))
-    remote = list(ray_executor.process(jobs, _settings(tmp_path / "ray"), timeout_s=600))
+    summaries = list(ray_executor.process(jobs, _settings(tmp_path / "ray"), timeout_s=600))
+    # The driver receives a summary: the rows and the file's bytes stay on the cluster for a writer.
+    for summary in summaries:
+        assert summary.chunks is None and summary.tables == {} and summary.embed_texts == [] and summary.files is None
+        assert summary.remote is not None, summary.doc_id
+    assert not (tmp_path / "ray").exists(), "the driver stores nothing"
+    remote = [ray_executor.fetch(r, tmp_path / "ray") for r in summaries]
     assert [r.doc_id for r in remote] == [r.doc_id for r in local] == [j.doc_id for j in jobs]
     for mine, theirs in zip(remote, local):
         assert mine.record == theirs.record, mine.doc_id
         assert mine.embed_texts == theirs.embed_texts, mine.doc_id
-        assert mine.files is None, "the driver stores the files a task ships"
+        assert mine.files is None, "fetch stores the files a task ships"
         assert (mine.chunks is None) == (theirs.chunks is None)
         if mine.chunks is not None:
             assert mine.chunks.equals(theirs.chunks), mine.doc_id

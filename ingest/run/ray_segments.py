@@ -1,0 +1,180 @@
+"""A Ray build's segments, written on the cluster: the driver routes, actors write, the driver commits.
+
+The driver takes each file's summary in file order (``RayExecutor.process``) and passes the
+reference to its rows and bytes on to a ``SegmentWriterActor``, which resolves them where it
+runs, stores the document's text and source, embeds its chunks on the build's embedding
+actors and writes the rows into a segment folder under the index (a folder every node
+reaches). Each writer takes a run of ``segment_documents`` consecutive files: the driver
+knows each file's chunk count from its summary, so it gives each writer the first vector id
+of its run, and the vector ids, the rows and their order are those of a local build. What
+comes back is what the manifest needs: the segment's ref and its counts. The driver's memory
+therefore holds no table, however large the corpus.
+"""
+
+from __future__ import annotations
+
+import collections
+
+import numpy as np
+
+from ingest.run.ray_nodes import check_code, code_fingerprint
+from ingest.run.segment_sink import (
+    KnownChunks,
+    KnownVectorStore,
+    LocalSegmentSink,
+    SegmentFeed,
+    SegmentTarget,
+    SinkReport,
+    segment_folder,
+)
+from ingest.run.worker import DocResult, DocRows, store_document
+from schemas.errors import ClusterError, SpanindexError
+from schemas.records import DocumentRecord
+
+CALLS_AHEAD = 64  # documents sent to writers and not yet written: what the object store holds for them
+
+
+class SegmentWriterActor:
+    """Writes one segment on a node: documents in file order, then ``finish``."""
+
+    def __init__(self, target: SegmentTarget, name: str, first_vector_id: int, embed_actors: list,
+                 expected_code: str) -> None:
+        import ray
+
+        from ingest.run.ray_driver import RayEmbedder
+
+        check_code(expected_code)
+        self.target = target
+        self.name = name
+        target.paths.segments.mkdir(parents=True, exist_ok=True)
+        self.known: dict[str, int] = {}
+        self.known_vectors = KnownVectorStore(target.dim)
+        self.feed = SegmentFeed(segment_folder(target.paths, name), target, RayEmbedder(ray, embed_actors),
+                                first_vector_id, self.known, self.known_vectors)
+
+    def add(self, record: DocumentRecord, rows: DocRows | None, source: bytes | None,
+            known: list[tuple[str, np.ndarray]]) -> None:
+        self.known_vectors.learn(self.known, known)
+        if rows is not None and rows.files is not None:
+            store_document(self.target.paths.root, record, source, rows.files)
+        self.feed.add(record, rows)
+
+    def finish(self) -> SinkReport:
+        return self.feed.finish(self.name)
+
+    def abort(self) -> None:
+        self.feed.abort()
+
+
+class RaySegmentSink:
+    """The driver's side: routes documents to writer actors, a run of files each, and gathers their segments."""
+
+    spill_dir = None  # tasks return their rows whole: nothing spills
+
+    def __init__(self, ray, target: SegmentTarget, embed_actors: list, segment_documents: int, live=None,
+                 node_id: str | None = None) -> None:
+        self._ray = ray
+        self.target = target
+        self.embed_actors = embed_actors
+        self.segment_documents = max(1, segment_documents)
+        self.live = live  # the live generation (ingest.store.LiveGeneration): known vectors are read from it
+        self.next_vector_id = target.first_vector_id
+        options = dict(num_cpus=0, max_restarts=0)
+        if node_id is not None:  # the index folder is the driver's node's: writers run there
+            from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
+
+            options["scheduling_strategy"] = NodeAffinitySchedulingStrategy(node_id, soft=False)
+        self._writer_class = ray.remote(**options)(SegmentWriterActor)
+        self._writers: list = []  # every writer started, in vector id order
+        self._writer = None  # the one taking documents now
+        self._in_writer = 0
+        self._calls: collections.deque = collections.deque()
+        self._finishing: list = []
+
+    def add(self, result: DocResult, known: KnownChunks) -> None:
+        if self._writer is None:
+            self._start_writer()
+        remote = result.remote
+        rows, source = (remote.rows, remote.source) if remote is not None else (None, None)
+        self._calls.append(self._writer.add.remote(result.record, rows, source, self._known_vectors(known)))
+        self.next_vector_id += result.record.n_chunks
+        self._in_writer += 1
+        while len(self._calls) > CALLS_AHEAD:
+            self._get(self._calls.popleft())
+        if self._in_writer >= self.segment_documents:
+            self._finish_writer()
+
+    def _start_writer(self) -> None:
+        name = f"{self.target.generation}-{len(self._writers):04d}"
+        self._writer = self._writer_class.remote(self.target, name, self.next_vector_id, self.embed_actors,
+                                                 code_fingerprint())
+        self._writers.append(self._writer)
+        self._in_writer = 0
+
+    def _finish_writer(self) -> None:
+        self._finishing.append(self._writer.finish.remote())  # runs after its adds: an actor's calls keep their order
+        self._writer = None
+
+    def _known_vectors(self, known: KnownChunks) -> list[tuple[str, np.ndarray]]:
+        if not known or self.live is None:
+            return []
+        vectors = self.live.generation.live.vectors_of(np.array([vector_id for _, vector_id in known], dtype=np.int64))
+        return [(key, vector) for (key, _), vector in zip(known, vectors)]
+
+    def finish(self) -> SinkReport:
+        if self._writer is not None:
+            self._finish_writer()
+        while self._calls:
+            self._get(self._calls.popleft())
+        report = SinkReport(next_vector_id=self.next_vector_id)
+        for finishing in self._finishing:
+            report.add(self._get(finishing))
+        for writer in self._writers:
+            self._ray.kill(writer)
+        self._writers = []
+        return report
+
+    def abort(self) -> None:
+        for writer in self._writers:  # a writer's folder is debris the next build removes, if not now
+            try:
+                self._ray.get(writer.abort.remote(), timeout=30)
+            except Exception:  # noqa: BLE001 - a dead writer left its folder: the next build removes it
+                pass
+            self._ray.kill(writer)
+        self._writers = []
+
+    def _get(self, ref):
+        """A writer's answer; its failure as the error it raised there (a full disk is an OSError)."""
+        ray = self._ray
+        try:
+            return ray.get(ref)
+        except ray.exceptions.RayTaskError as exc:
+            cause = exc.cause
+            if isinstance(cause, (OSError, SpanindexError)):
+                raise cause from None
+            raise ClusterError(f"a segment writer failed: {cause!r}") from exc
+        except ray.exceptions.RayActorError as exc:
+            raise ClusterError(f"a segment writer died: {str(exc).strip().splitlines()[-1]}") from None
+
+
+class DriverSegmentSink:
+    """The driver writes the segment, as a local build does, from rows it fetches: for a Ray
+    Client driver, whose index folder lies on a machine outside the cluster."""
+
+    def __init__(self, executor, target: SegmentTarget, embedder, live=None) -> None:
+        from ingest.store import KnownVectors
+
+        self.executor = executor
+        self.root = target.paths.root
+        self.local = LocalSegmentSink(target, embedder, live.embed_cache if live else None,
+                                      KnownVectors(live) if live else None)
+        self.spill_dir = None  # tasks return their rows whole: nothing spills
+
+    def add(self, result: DocResult, known: KnownChunks) -> None:
+        self.local.add(self.executor.fetch(result, self.root), known)
+
+    def finish(self) -> SinkReport:
+        return self.local.finish()
+
+    def abort(self) -> None:
+        self.local.abort()
