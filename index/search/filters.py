@@ -353,6 +353,43 @@ def _number(text: str) -> int | float | None:
     return number if math.isfinite(number) else None
 
 
+# -- writing filters: what a framework's own filter objects are turned into ---------------------
+
+
+def sql_literal(value) -> str:
+    """``value`` as a filter literal: text quoted (quotes doubled), numbers, TRUE/FALSE.
+
+    >>> sql_literal("O'Brien"), sql_literal(3), sql_literal(False)
+    ("'O''Brien'", '3', 'FALSE')
+    """
+    if isinstance(value, bool):
+        return "TRUE" if value else "FALSE"
+    if isinstance(value, str):
+        return "'" + value.replace("'", "''") + "'"
+    if isinstance(value, (int, float)) and math.isfinite(value):
+        return repr(value)
+    raise FilterError(f"{value!r} cannot be a filter value: text, a number, true or false")
+
+
+def like_containing(text: str) -> str:
+    r"""A LIKE pattern matching any text that contains ``text`` (its % _ and \ escaped).
+
+    >>> print(like_containing("50%_off"))
+    %50\%\_off%
+    """
+    return "%" + "".join("\\" + c if c in "%_\\" else c for c in text) + "%"
+
+
+def column_or_meta(key: str) -> str:
+    """A filter operand for a metadata key of a framework: a documents column where one has
+    that name, else the user's own ``meta['key']``.
+
+    >>> column_or_meta("doc_id"), column_or_meta("team")
+    ('doc_id', "meta['team']")
+    """
+    return key if key in filter_columns() else f"meta[{sql_literal(str(key))}]"
+
+
 # -- evaluating: the documents table with the derived columns a filter reads ---------------
 
 
