@@ -39,7 +39,8 @@ from ingest.formats import Passwords
 from ingest.store import fsync_dir, publish, write_failure
 from ingest.store import collect_garbage, remove_unreferenced_segments, retire_generations
 from ingest.store import KnownVectors, LiveGeneration
-from ingest.store import masked_refs, plan_merge, write_merged
+from ingest.store import carry_document, masked_refs, plan_merge, write_merged
+from ingest.user_metadata import NO_METADATA, user_metadata
 from ingest.store import SPILL_FOLDER, read_spill
 from ingest.run import EMBED_TEXT, DocResult, FileJob, WorkerSettings, mtimes_trusted_before, stat_unchanged
 from ingest.store import SegmentWriter, deleted_table, system_memory_pool, write_generation
@@ -50,7 +51,7 @@ from schemas.layout import IndexPaths, read_current
 from schemas.limits import MAX_DOC_CHARS, MAX_FILE_MB, MAX_PDF_PAGES
 from schemas.records import ChunkerSettings, DocStatus, DocumentRecord, Manifest, MediaType, OcrSettings
 from schemas.segments import Deletions, open_segments
-from schemas.tables import FORMAT_VERSION, documents_table
+from schemas.tables import FORMAT_VERSION, document_records, documents_table
 
 
 @dataclass(frozen=True, slots=True)
@@ -85,7 +86,7 @@ class Progress:
     done: int
     total: int
     doc_id: str
-    status: str  # a DocStatus value, or "unchanged"
+    status: str  # a DocStatus value, "unchanged", or "metadata" (its user metadata alone changed)
 
 
 @dataclass(slots=True)
@@ -101,6 +102,7 @@ class BuildReport:
     hidden: list[tuple[str, int]] = field(default_factory=list)  # doc_id, characters a reader cannot see
     added: int = 0
     changed: int = 0
+    metadata_changed: int = 0  # documents whose user metadata alone changed: rows carried, nothing parsed or embedded
     removed: int = 0
     unchanged: int = 0
     chunks: int = 0
@@ -251,6 +253,8 @@ def _write_generation(corpus, paths, settings, model, executor, embedder, live, 
                       office_skipped: str = "", generation_tmp: Path | None = None) -> Manifest:
     found = discover(corpus, follow_symlinks=settings.follow_symlinks, index_folder=paths.root)
     files, report.skipped = found.files, found.skipped
+    fields, metadata_warnings = user_metadata(found, None if settings.follow_symlinks else found.root)
+    report.warnings.extend(metadata_warnings)
     if office_skipped and any(media_type_of(f.doc_id) in RENDERED_TYPES for f in files):  # said once
         report.warnings.append(f"office layout skipped ({office_skipped}): office documents are indexed "
                                "with their part ranges, without pages or boxes")
@@ -294,8 +298,27 @@ def _write_generation(corpus, paths, settings, model, executor, embedder, live, 
 
     unchanged: list[str] = []  # counted after the loop, from the live documents table's columns
     written: list[DocumentRecord] = []
+
+    def writer_added(record: DocumentRecord, status: str) -> None:  # a document row this segment holds
+        nonlocal n_live_chunks
+        n_live_chunks += record.n_chunks
+        files_sha[record.doc_id] = record.source_sha256
+        written.append(record)
+        if progress:
+            progress(Progress(done, len(files), record.doc_id, status))
+
     with contextlib.closing(results):
         for done, result in enumerate(results, start=1):
+            if result.unchanged and fields.get(result.doc_id, NO_METADATA) != live.metadata_of(result.doc_id):
+                # the user's metadata alone changed: a new row, the rest carried over as it is
+                record = dataclasses.replace(document_records(live.documents([result.doc_id]))[0],
+                                             metadata=fields.get(result.doc_id, NO_METADATA))
+                mask(result.doc_id)
+                live.remember(result.doc_id, record.source_sha256)  # its stored vectors, for the queue
+                carry_document(live.generation.live, record, writer, vectors)
+                report.metadata_changed += 1
+                writer_added(record, "metadata")
+                continue
             if result.unchanged:
                 unchanged.append(result.doc_id)
                 if progress:
@@ -303,7 +326,7 @@ def _write_generation(corpus, paths, settings, model, executor, embedder, live, 
                 continue
             if result.write_error:
                 raise write_failure(paths, result.write_error, read_current(paths))
-            record = result.record
+            record = dataclasses.replace(result.record, metadata=fields.get(result.doc_id, NO_METADATA))
             if result.doc_id in live_files:
                 report.changed += 1
                 mask(result.doc_id)
@@ -326,11 +349,7 @@ def _write_generation(corpus, paths, settings, model, executor, embedder, live, 
                 report.office += result.office_layout
             report.worker_peak_rss_mb = max(report.worker_peak_rss_mb, result.peak_rss_kb / 1024)
             writer.add_document(record)
-            n_live_chunks += record.n_chunks
-            files_sha[record.doc_id] = record.source_sha256
-            written.append(record)
-            if progress:
-                progress(Progress(done, len(files), result.doc_id, record.status.value))
+            writer_added(record, record.status.value)
     vectors.flush()
     _tally(report, documents_table(written))
     if unchanged:

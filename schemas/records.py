@@ -393,6 +393,7 @@ class DocumentRecord:
     warning: str = ""  # recovered problems (charset lie, pages without text)
     source_url: str = ""  # where the page lives on the web, as it says itself (HTML); "" unknown
     n_hidden_chars: int = 0  # characters of its text that a reader cannot see (HiddenRun)
+    metadata: str = "{}"  # the user's own fields, a JSON object (sidecar NAME.meta.json, metadata.jsonl)
 
 
 @dataclass(frozen=True, slots=True)

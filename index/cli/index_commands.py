@@ -126,7 +126,8 @@ def run_build(args) -> int:
     print(f"generation {report.generation}: {report.n_files} documents ({statuses}) in {report.seconds:.1f} s")
     print(
         f"  documents: {report.added} added, {report.changed} changed, {report.removed} removed, "
-        f"{report.unchanged} unchanged"
+        f"{report.unchanged} unchanged" + (f", {report.metadata_changed} with new metadata only"
+                                           if report.metadata_changed else "")
     )
     print(f"  chunks: {report.chunks} ({report.chunks_embedded} embedded, {report.chunks_reused} reused)")
     if args.executor != "local":

@@ -25,7 +25,7 @@ from ingest.store.lexical import lexical_texts, lexical_tokens
 from ingest.store.publish import fsync_dir
 from ingest.store.write import SegmentWriter
 from schemas.errors import IndexFormatError
-from schemas.records import MaskedDocument, SegmentRef
+from schemas.records import DocumentRecord, MaskedDocument, SegmentRef
 from schemas.segments import Deletions, LiveSegments, SegmentFiles
 from schemas.tables import DOCUMENT_MAP_TABLES, document_records
 
@@ -79,8 +79,7 @@ def merge_segments(live: LiveSegments, names: list[str], writer: SegmentWriter, 
     next_id = vector_base
     for doc_id, segment in sorted(documents, key=lambda d: d[0]):
         writer.add_document(document_records(segment.rows_of("documents", doc_id))[0])
-        for table_name in DOCUMENT_MAP_TABLES:
-            writer.add_rows(table_name, segment.rows_of(table_name, doc_id))
+        _copy_maps(segment, doc_id, writer)
         chunks = segment.rows_of("chunks", doc_id)
         if chunks.num_rows:
             old = chunks.column("vector_id").to_numpy().astype(np.int64)
@@ -88,6 +87,26 @@ def merge_segments(live: LiveSegments, names: list[str], writer: SegmentWriter, 
             ids = pa.array(np.arange(next_id, next_id + len(old), dtype=np.int64))
             next_id += len(old)
             writer.add_rows("chunks", chunks.set_column(chunks.schema.get_field_index("vector_id"), "vector_id", ids))
+
+
+def carry_document(live: LiveSegments, record: DocumentRecord, writer: SegmentWriter, vectors) -> None:
+    """Write a live document again as ``record`` says (its user metadata changed, nothing else):
+    its offset maps and chunks copied from the segment that holds them, its chunks given new
+    vector ids by ``vectors`` (a ``VectorQueue`` that knows their stored vectors: nothing is
+    embedded). The caller masks its old rows."""
+    segment = live.segment_of(record.doc_id)
+    if segment is None:
+        raise IndexFormatError(f"{record.doc_id}: not in the live generation, nothing to carry over")
+    writer.add_document(record)
+    _copy_maps(segment, record.doc_id, writer)
+    chunks = segment.rows_of("chunks", record.doc_id)
+    if chunks.num_rows:
+        writer.add_rows("chunks", vectors.assign(chunks, None))  # None: every vector must be a stored one
+
+
+def _copy_maps(segment: SegmentFiles, doc_id: str, writer: SegmentWriter) -> None:
+    for table_name in DOCUMENT_MAP_TABLES:
+        writer.add_rows(table_name, segment.rows_of(table_name, doc_id))
 
 
 def write_merged(paths, live: LiveSegments, names: list[str], generation: str, vector_base: int, model_id: str,
