@@ -98,7 +98,7 @@ def make_server(index_dir: str | Path, *, embedder=None) -> MCPServer:
     def search(query: str, k: int = 5, mode: Literal["dense", "lexical", "hybrid"] | None = None,
                where: str | None = None) -> SearchResult:
         with idx.request():
-            hits = _call(lambda: idx.search(query, k, mode=mode, where=where))
+            hits = _call(lambda: idx.search(query, k, mode=mode, where=(where or "").strip() or None))
             return SearchResult(query=query, mode=mode or "", hits=[_hit(idx, h) for h in hits])
 
     @server.tool(

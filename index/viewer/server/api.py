@@ -97,7 +97,7 @@ def api_search(
     with server.reading():
         used = search_mode(server.index, mode)
         try:
-            hits = server.index.search(q, k, mode=used, where=where)
+            hits = server.index.search(q, k, mode=used, where=(where or "").strip() or None)  # where= alone: none
         except FilterError as exc:
             raise HTTPException(400, str(exc)) from None
     return SearchResponse(query=q, k=k, mode=used, generation=server.index.generation.name, hits=hits, where=where)
