@@ -109,7 +109,9 @@ def compile_filter(where: str, schema: pa.Schema = DOCUMENTS) -> DocumentFilter:
     import sqlglot
     from sqlglot.errors import SqlglotError
 
-    if not isinstance(where, str) or not where.strip():
+    if not isinstance(where, str):
+        raise FilterError(f"a filter is text (a SQL condition), not {type(where).__name__}")
+    if not where.strip():
         raise FilterError("empty filter: give a SQL boolean expression such as \"media_type = 'application/pdf'\"")
     if len(where) > MAX_FILTER_CHARS:
         raise FilterError(f"filter of {len(where)} characters: at most {MAX_FILTER_CHARS}")
