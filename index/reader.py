@@ -22,6 +22,7 @@ import os
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
@@ -58,6 +59,7 @@ from schemas.tables import (
 
 
 MAPS_KEPT = 32  # offset maps of this many (document, kind) pairs stay built
+FILTERS_KEPT = 16  # the vector ids of this many filters stay computed
 
 
 def _one_request(method):
@@ -118,6 +120,7 @@ class Index:
         self._chunk_cache: dict[int, Chunk] = {}
         self._maps: collections.OrderedDict[tuple[str, str], object] = collections.OrderedDict()
         self._lexical = None
+        self._filters: dict[str, np.ndarray] = {}  # by filter text: its chunks' vector ids
         if self._injected is not None:
             from index.search.modes import check_embedder
 
@@ -383,16 +386,43 @@ class Index:
     # -- search --------------------------------------------------------------
 
     @_one_request
-    def search(self, query: str, k: int = 5, mode: SearchMode | str | None = None) -> list[SearchHit]:
+    def search(self, query: str, k: int = 5, mode: SearchMode | str | None = None,
+               where: str | None = None) -> list[SearchHit]:
         """The ``k`` best chunks for ``query``, best first.
 
         ``mode``: ``dense`` (embeddings), ``lexical`` (BM25) or ``hybrid`` (both, fused by
         reciprocal rank); None: ``index.search.modes.DEFAULT_MODE`` (dense for a generation built
         before the lexical index). A lexical search never loads the embedding model.
+        ``where``: a filter on the documents, applied before ranking (``index.search.filters``):
+
+        >>> idx.search("termination notice", k=5, where="doc_id LIKE 'contracts/%'")   # doctest: +SKIP
         """
         from index.search.modes import search
 
-        return search(self, query, k, mode)
+        return search(self, query, k, mode, where)
+
+    @_one_request
+    def allowed_vector_ids(self, where: str) -> np.ndarray:
+        """The vector ids of the chunks of the documents ``where`` keeps, ascending (kept for
+        the last few filters of this generation: a filter is usually asked again and again)."""
+        from index.search.filtered import allowed_vector_ids
+        from index.search.filters import compile_filter
+
+        allowed = self._filters.get(where)
+        if allowed is None:
+            allowed = allowed_vector_ids(self.generation, compile_filter(where))
+            if len(self._filters) >= FILTERS_KEPT:
+                self._filters.pop(next(iter(self._filters)))
+            self._filters[where] = allowed
+        return allowed
+
+    @_one_request
+    def documents_where(self, where: str) -> list[str]:
+        """The doc_ids of the live documents ``where`` keeps (what a filter selects, to show it)."""
+        from index.search.filtered import kept_doc_ids
+        from index.search.filters import compile_filter
+
+        return kept_doc_ids(self.generation, compile_filter(where))
 
     def lexical(self):
         """The BM25 index of this generation (read once, on first lexical search)."""

@@ -163,15 +163,25 @@ class VectorShards:
         for index in [*(idx for idx, _, _ in self.shards), *([self._template] if self._quantizer else [])]:
             apply_search_params(index, params)
 
-    def search(self, queries: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
-        """(scores, vector ids) of the ``k`` best live vectors per query, best first (id -1: none)."""
+    def search(self, queries: np.ndarray, k: int, allowed: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+        """(scores, vector ids) of the ``k`` best live vectors per query, best first (id -1: none).
+
+        ``allowed``: live vector ids to search among (a filter's, ``index.search.filtered``); every
+        other vector is skipped inside FAISS, as masked ones are, never dropped after it."""
+        import faiss
+
         queries = np.ascontiguousarray(queries, dtype=np.float32)
         found_scores, found_ids = [], []
         # Shards sharing one quantizer probe the same lists: the query is quantized once, not per shard.
         coarse = self._quantizer.quantizer.search(queries, int(self._quantizer.nprobe)) if self._quantizer else None
+        if allowed is not None:  # a subset of the live ids: it needs no deletion mask beside it
+            bitmap = _bitmap(allowed)  # the selector holds a raw pointer to it: kept alive here
+            admitted = faiss.IDSelectorBitmap(len(bitmap), faiss.swig_ptr(bitmap))
         for index, _, selector in self.shards:
             if index.ntotal == 0:
                 continue
+            if allowed is not None:
+                selector = admitted
             if coarse is not None:
                 scores, ids = self._search_preassigned(index, queries, min(k, index.ntotal), coarse, selector)
             else:
@@ -213,6 +223,17 @@ class VectorShards:
         if isinstance(inner, faiss.IndexHNSW):
             return faiss.SearchParametersHNSW(sel=selector, efSearch=int(inner.hnsw.efSearch)) if selector else None
         return faiss.SearchParameters(sel=selector) if selector else None
+
+
+def _bitmap(vector_ids: np.ndarray) -> np.ndarray:
+    """``vector_ids`` as FAISS's ``IDSelectorBitmap`` reads them (bit i % 8 of byte i // 8).
+
+    >>> _bitmap(np.array([0, 9])).tolist()
+    [1, 2]
+    """
+    bits = np.zeros(int(vector_ids.max()) + 1 if len(vector_ids) else 0, dtype=bool)
+    bits[vector_ids] = True
+    return np.packbits(bits, bitorder="little")
 
 
 def open_generation(paths: IndexPaths, name: str | None = None) -> Generation:

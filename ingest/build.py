@@ -39,7 +39,8 @@ from ingest.formats import Passwords
 from ingest.store import fsync_dir, publish, write_failure
 from ingest.store import collect_garbage, remove_unreferenced_segments, retire_generations
 from ingest.store import LiveGeneration
-from ingest.store import masked_refs, plan_merge, write_merged
+from ingest.store import carried_rows, masked_refs, plan_merge, write_merged
+from ingest.user_metadata import NO_METADATA, user_metadata
 from ingest.run import DocResult, FileJob, SegmentSink, SegmentTarget, WorkerSettings, mtimes_trusted_before, stat_unchanged
 from ingest.store import deleted_table, system_memory_pool, write_generation
 from schemas.ann import AUTO_FACTORY, AnnParams
@@ -49,7 +50,7 @@ from schemas.layout import IndexPaths, read_current
 from schemas.limits import MAX_DOC_CHARS, MAX_FILE_MB, MAX_PDF_PAGES
 from schemas.records import ChunkerSettings, DocStatus, DocumentRecord, Manifest, MediaType, OcrSettings
 from schemas.segments import Deletions, open_segments
-from schemas.tables import FORMAT_VERSION, documents_table
+from schemas.tables import FORMAT_VERSION, document_records, documents_table
 
 
 @dataclass(frozen=True, slots=True)
@@ -84,7 +85,7 @@ class Progress:
     done: int
     total: int
     doc_id: str
-    status: str  # a DocStatus value, or "unchanged"
+    status: str  # a DocStatus value, "unchanged", or "metadata" (its user metadata alone changed)
 
 
 @dataclass(slots=True)
@@ -100,6 +101,7 @@ class BuildReport:
     hidden: list[tuple[str, int]] = field(default_factory=list)  # doc_id, characters a reader cannot see
     added: int = 0
     changed: int = 0
+    metadata_changed: int = 0  # documents whose user metadata alone changed: rows carried, nothing parsed or embedded
     removed: int = 0
     unchanged: int = 0
     chunks: int = 0
@@ -250,6 +252,8 @@ def _write_generation(corpus, paths, settings, model, executor, embedder, live, 
                       office_skipped: str = "", generation_tmp: Path | None = None) -> Manifest:
     found = discover(corpus, follow_symlinks=settings.follow_symlinks, index_folder=paths.root)
     files, report.skipped = found.files, found.skipped
+    fields, metadata_warnings = user_metadata(found, None if settings.follow_symlinks else found.root)
+    report.warnings.extend(metadata_warnings)
     if office_skipped and any(media_type_of(f.doc_id) in RENDERED_TYPES for f in files):  # said once
         report.warnings.append(f"office layout skipped ({office_skipped}): office documents are indexed "
                                "with their part ranges, without pages or boxes")
@@ -281,8 +285,29 @@ def _write_generation(corpus, paths, settings, model, executor, embedder, live, 
 
     unchanged: list[str] = []  # counted after the loop, from the live documents table's columns
     written: list[DocumentRecord] = []
+
+    def writer_added(record: DocumentRecord, status: str) -> None:  # a document row this segment holds
+        nonlocal n_live_chunks
+        n_live_chunks += record.n_chunks
+        files_sha[record.doc_id] = record.source_sha256
+        written.append(record)
+        if progress:
+            progress(Progress(done, len(files), record.doc_id, status))
+
     with contextlib.closing(results):
         for done, result in enumerate(results, start=1):
+            if result.unchanged and fields.get(result.doc_id, NO_METADATA) != live.metadata_of(result.doc_id):
+                # the user's metadata alone changed: a new row, the rest carried over as it is
+                record = dataclasses.replace(document_records(live.documents([result.doc_id]))[0],
+                                             metadata=fields.get(result.doc_id, NO_METADATA))
+                mask(result.doc_id)
+                chunks, maps = carried_rows(live.generation.live, result.doc_id)
+                # embed_texts None: every chunk's vector is a stored one, which remember() makes known
+                sink.add(DocResult(result.doc_id, record, chunks=chunks, embed_texts=None, tables=maps),
+                         live.remember(result.doc_id, record.source_sha256))
+                report.metadata_changed += 1
+                writer_added(record, "metadata")
+                continue
             if result.unchanged:
                 unchanged.append(result.doc_id)
                 if progress:
@@ -290,13 +315,14 @@ def _write_generation(corpus, paths, settings, model, executor, embedder, live, 
                 continue
             if result.write_error:
                 raise write_failure(paths, result.write_error, read_current(paths))
-            record = result.record
+            record = dataclasses.replace(result.record, metadata=fields.get(result.doc_id, NO_METADATA))
             if result.doc_id in live_files:
                 report.changed += 1
                 mask(result.doc_id)
             else:
                 report.added += 1
-            sink.add(result, live.remember(result.doc_id, record.source_sha256) if live else [])
+            sink.add(dataclasses.replace(result, record=record),
+                     live.remember(result.doc_id, record.source_sha256) if live else [])
             if result.internal_error:
                 report.internal_errors.append((result.doc_id, result.internal_error))
             report.parse_seconds += result.seconds
@@ -305,11 +331,7 @@ def _write_generation(corpus, paths, settings, model, executor, embedder, live, 
             if result.office_layout is not None:
                 report.office += result.office_layout
             report.worker_peak_rss_mb = max(report.worker_peak_rss_mb, result.peak_rss_kb / 1024)
-            n_live_chunks += record.n_chunks
-            files_sha[record.doc_id] = record.source_sha256
-            written.append(record)
-            if progress:
-                progress(Progress(done, len(files), result.doc_id, record.status.value))
+            writer_added(record, record.status.value)
     written_segments = sink.finish()
     _tally(report, documents_table(written))
     if unchanged:

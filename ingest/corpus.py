@@ -15,6 +15,8 @@ The policy, the same in discovery and when a worker opens a file:
   nothing), checks that handle, and only then reads through it, so a file
   swapped for a FIFO or a link after discovery is refused, not read.
 - Names starting with '.' are not part of the corpus.
+- The user's metadata files (``NAME.meta.json`` beside a file, ``metadata.jsonl`` at the
+  root; ``ingest.user_metadata``) are not documents: discovery lists them apart.
 
 ``doc_id`` is the POSIX path relative to the root. A name that is not valid
 UTF-8 (legal on Linux) gets a safe, reversible id: each byte that is not UTF-8
@@ -35,6 +37,18 @@ from pathlib import Path
 from ingest.formats import media_type_of
 from schemas.errors import CorpusError
 from schemas.records import SkipReason
+
+SIDECAR_SUFFIX = ".meta.json"  # NAME.meta.json beside the file NAME: that file's own metadata
+CORPUS_METADATA = "metadata.jsonl"  # at the corpus root: {"doc_id": ..., "fields": {...}} a line
+
+
+def is_metadata_file(relative: str) -> bool:
+    """Whether a corpus path is one of the user's metadata files (never a document).
+
+    >>> is_metadata_file("contracts/a.pdf.meta.json"), is_metadata_file("metadata.jsonl"), is_metadata_file("x/metadata.jsonl")
+    (True, True, False)
+    """
+    return relative == CORPUS_METADATA or relative.endswith(SIDECAR_SUFFIX)
 
 
 @dataclass(frozen=True, slots=True)
@@ -76,6 +90,7 @@ class Discovery:
     files: list[CorpusFile]  # sorted by doc_id
     skipped: list[SkippedFile]  # sorted by doc_id
     root: str  # the corpus root, resolved
+    metadata: list[CorpusFile] = ()  # the user's metadata files (doc_id: their own path), sorted
 
 
 def discover(corpus: str | Path, *, follow_symlinks: bool = False, index_folder: Path | None = None) -> Discovery:
@@ -133,6 +148,7 @@ class _Walk:
         except OSError:
             self.index_folder = None
         self.files: list[CorpusFile] = []
+        self.metadata: list[CorpusFile] = []
         self.skipped: list[SkippedFile] = []
         self.walked: dict[tuple[int, int], str] = {}  # (st_dev, st_ino) of a folder -> its path relative to the root
         self.folder_links: collections.deque[tuple[str, Path]] = collections.deque()
@@ -158,7 +174,8 @@ class _Walk:
                 self.skipped.append(SkippedFile(f.doc_id, SkipReason.ID_TAKEN))
             else:
                 kept.append(f)
-        return Discovery(kept, sorted(self.skipped, key=lambda s: (s.doc_id, s.reason)), self.root)
+        return Discovery(kept, sorted(self.skipped, key=lambda s: (s.doc_id, s.reason)), self.root,
+                         sorted(self.metadata, key=lambda f: f.doc_id))
 
     def _skip(self, relative: str, reason: SkipReason, detail: str = "") -> None:
         self.skipped.append(SkippedFile(safe_doc_id(relative)[0], reason, detail))
@@ -217,7 +234,7 @@ class _Walk:
         if stat.S_ISDIR(target.st_mode):
             self.folder_links.append((relative, path))
             return None
-        if media_type_of(relative) is None:
+        if media_type_of(relative) is None and not is_metadata_file(relative):
             self._skip(relative, SkipReason.UNKNOWN_TYPE)
             return None
         real = os.path.realpath(path)
@@ -228,7 +245,8 @@ class _Walk:
         return None
 
     def _file(self, relative: str, path: Path, mode: int) -> None:
-        if media_type_of(relative) is None:
+        metadata = media_type_of(relative) is None and is_metadata_file(relative)
+        if media_type_of(relative) is None and not metadata:
             self._skip(relative, SkipReason.UNKNOWN_TYPE)
             return
         kind = special_kind(mode)
@@ -236,7 +254,7 @@ class _Walk:
             self._skip(relative, kind)
             return
         doc_id, note = safe_doc_id(relative)
-        self.files.append(CorpusFile(doc_id, path, note))
+        (self.metadata if metadata else self.files).append(CorpusFile(doc_id, path, note))
 
     def _follow_folder_link(self, relative: str, path: Path) -> None:
         real = os.path.realpath(path)

@@ -85,6 +85,10 @@ class ChunkerError(SpanindexError):
     """Chunker settings cannot be honoured (e.g. a limit above the model's)."""
 
 
+class FilterError(SpanindexError):
+    """A search filter (``--where``) is not an expression spanindex accepts: one line says what."""
+
+
 class ModelError(SpanindexError):
     """The embedding model cannot be loaded offline or does not fit the index."""
 

@@ -349,6 +349,7 @@ class ParsedDocument:
     decrypted_source: bytes | None = None  # a PDF opened with a password: the same file unencrypted, for the viewer
     warnings: tuple[str, ...] = ()
     source_url: str = ""  # HTML: the page's own absolute address (canonical link or og:url)
+    created: str | None = None  # its own date, ISO 8601: PDF CreationDate, HTML published time, office core created
     hidden_runs: tuple[HiddenRun, ...] = ()  # sorted, non-overlapping
     office_runs: Sequence[OfficeRun] = ()  # DOCX, PPTX, XLSX: OfficeRuns from the parser
     office_pages: tuple[OfficePage, ...] = ()  # PPTX slides, XLSX sheets, in order
@@ -393,6 +394,8 @@ class DocumentRecord:
     warning: str = ""  # recovered problems (charset lie, pages without text)
     source_url: str = ""  # where the page lives on the web, as it says itself (HTML); "" unknown
     n_hidden_chars: int = 0  # characters of its text that a reader cannot see (HiddenRun)
+    metadata: str = "{}"  # the user's own fields, a JSON object (sidecar NAME.meta.json, metadata.jsonl)
+    created: str | None = None  # the document's own date, ISO 8601 (ingest.formats.dates); None: it has none
 
 
 @dataclass(frozen=True, slots=True)

@@ -35,9 +35,10 @@ from schemas.records import (
     RunKind,
 )
 
-FORMAT_VERSION = 7  # 2: documents.source_url; 3: hidden_text, chunks.n_hidden, documents.n_hidden_chars;
+FORMAT_VERSION = 8  # 2: documents.source_url; 3: hidden_text, chunks.n_hidden, documents.n_hidden_chars;
 # 4: html_boxes, pdf_pages.ocr, pdf_chars.ocr_confidence; 5: office_map, office_pages, office_cells;
-# 6: office_boxes, office_render_pages, office_shapes; 7: segments, deleted, stable vector ids
+# 6: office_boxes, office_render_pages, office_shapes; 7: segments, deleted, stable vector ids;
+# 8: documents.metadata (the user's fields), documents.created
 META_TABLE = b"spanindex.table"
 META_FORMAT = b"spanindex.format_version"
 META_MODEL = b"spanindex.model_id"
@@ -62,6 +63,8 @@ DOCUMENTS = pa.schema(
         ("warning", pa.string()),
         ("source_url", pa.string()),
         ("n_hidden_chars", pa.int64()),
+        ("metadata", pa.string()),  # the user's fields (ingest.user_metadata), canonical JSON; "{}" none
+        ("created", pa.string()),  # the document's own date, ISO 8601; null where it has none
     ]
 )
 

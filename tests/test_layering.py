@@ -21,7 +21,8 @@ ALLOWED = {
 
 # The stages of ingest/, lowest first: a stage imports only stages of a lower rank (formats and
 # text know nothing of each other; build composes everything).
-STAGE_RANK = {"formats": 0, "text": 0, "embed": 1, "corpus": 1, "store": 2, "run": 3, "build": 4, "compact": 5}
+STAGE_RANK = {"formats": 0, "text": 0, "embed": 1, "corpus": 1, "store": 2, "user_metadata": 2, "run": 3, "build": 4,
+              "compact": 5}
 
 
 def imported_packages(source: str, module: str) -> list[tuple[int, str]]:

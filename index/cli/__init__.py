@@ -17,7 +17,14 @@ import sys  # noqa: E402
 
 from index.cli.registry import COMMANDS, EXIT_CANNOT_WRITE, EXIT_ERROR, EXIT_LOCKED, EXIT_OK, EXIT_USAGE  # noqa: E402
 from ingest.embed import Embedder  # noqa: E402
-from schemas.errors import AnswerFormatError, IndexLockedError, IndexWriteError, PasswordFileError, SpanindexError  # noqa: E402
+from schemas.errors import (  # noqa: E402
+    AnswerFormatError,
+    FilterError,
+    IndexLockedError,
+    IndexWriteError,
+    PasswordFileError,
+    SpanindexError,
+)
 
 
 def main(argv: list[str] | None = None, *, embedder: Embedder | None = None) -> int:
@@ -37,7 +44,7 @@ def main(argv: list[str] | None = None, *, embedder: Embedder | None = None) -> 
     except IndexWriteError as exc:
         print(f"spanindex: {exc}", file=sys.stderr)
         return EXIT_CANNOT_WRITE
-    except (PasswordFileError, AnswerFormatError) as exc:  # a passwords, answer or records file we cannot use
+    except (PasswordFileError, AnswerFormatError, FilterError) as exc:  # a file or a filter (--where) we cannot use
         print(f"spanindex: {exc}", file=sys.stderr)
         return EXIT_USAGE
     except SpanindexError as exc:

@@ -129,7 +129,8 @@ def run_build(args) -> int:
     print(f"generation {report.generation}: {report.n_files} documents ({statuses}) in {report.seconds:.1f} s")
     print(
         f"  documents: {report.added} added, {report.changed} changed, {report.removed} removed, "
-        f"{report.unchanged} unchanged"
+        f"{report.unchanged} unchanged" + (f", {report.metadata_changed} with new metadata only"
+                                           if report.metadata_changed else "")
     )
     print(f"  chunks: {report.chunks} ({report.chunks_embedded} embedded, {report.chunks_reused} reused)")
     if args.executor != "local":
@@ -211,11 +212,16 @@ def shown(text: str) -> str:
 
 
 @command("search", "Retrieve the chunks that best match a query, with their exact spans.",
-         'spanindex search build/sample-index "overage price per API call" -k 5 --mode hybrid')
+         'spanindex search build/sample-index "overage price per API call" -k 5 --mode hybrid '
+         '--where "media_type = \'application/pdf\'"')
 def _search(p: argparse.ArgumentParser) -> None:
     index_argument(p)
     p.add_argument("query")
     p.add_argument("-k", type=int, default=5, help="number of hits (default 5)")
+    p.add_argument("--where", metavar="EXPR",
+                   help="search only the documents this SQL condition keeps, before ranking: "
+                        "\"doc_id LIKE 'contracts/%%' AND modified >= '2025-01-01'\"; columns doc_id, media_type, "
+                        "title, pages, modified, ocr, n_hidden_chars, ... and meta['key'] (README: Filtering search)")
     p.add_argument("--mode", choices=["dense", "lexical", "hybrid"],
                    help="dense: embeddings; lexical: BM25 (names, numbers, exact phrases); hybrid: both, "
                         "fused by reciprocal rank (default lexical; dense for an index built before it)")
@@ -227,7 +233,7 @@ def _search(p: argparse.ArgumentParser) -> None:
 
 def run_search(args) -> int:
     idx = open_index(args)
-    hits = idx.search(args.query, args.k, mode=args.mode)
+    hits = idx.search(args.query, args.k, mode=args.mode, where=args.where)
     if args.format == "anthropic":
         from index.citations.anthropic_format import search_result_blocks
 

@@ -53,12 +53,13 @@ def hit_metadata(idx, hit: SearchHit, mode: str) -> dict:
     }
 
 
-def search(idx, query: str, k: int, mode: str | None) -> tuple[list[SearchHit], str]:
-    """The hits of ``Index.search`` and the mode it used (``mode``, or the default)."""
+def search(idx, query: str, k: int, mode: str | None, where: str | None = None) -> tuple[list[SearchHit], str]:
+    """The hits of ``Index.search`` and the mode it used (``mode``, or the default); ``where``:
+    a filter on the documents (``index.search.filters``)."""
     from index.search.modes import search_mode
 
     used = search_mode(idx, mode)
-    return idx.search(query, k, mode=used), used.value
+    return idx.search(query, k, mode=used, where=where), used.value
 
 
 def missing(extra: str, package: str) -> ImportError:

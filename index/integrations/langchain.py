@@ -32,13 +32,14 @@ class SpanindexRetriever(BaseRetriever):
     index: Any
     k: int = 5
     mode: str | None = None  # dense, lexical or hybrid; None: the default (lexical)
+    where: str | None = None  # a filter on the documents, applied before ranking (README: Filtering search)
 
     @classmethod
     def from_path(cls, path: str | Path, **kwargs) -> SpanindexRetriever:
         return cls(index=open_index(path), **kwargs)
 
     def _get_relevant_documents(self, query: str, *, run_manager: CallbackManagerForRetrieverRun) -> list[Document]:
-        hits, mode = search(self.index, query, self.k, self.mode)
+        hits, mode = search(self.index, query, self.k, self.mode, self.where)
         return [
             Document(page_content=hit.text, id=hit.chunk_id, metadata=hit_metadata(self.index, hit, mode))
             for hit in hits

@@ -91,11 +91,14 @@ def make_server(index_dir: str | Path, *, embedder=None) -> MCPServer:
         description="The k chunks that best match `query`, best first, each with its exact text, its "
         "span (code points into the document text), its pages and a locator that opens the source "
         "there. mode: dense (embeddings), lexical (BM25: names, numbers, exact phrases) or hybrid "
-        "(both, fused by reciprocal rank); omit it for the default (lexical).",
+        "(both, fused by reciprocal rank); omit it for the default (lexical). where: a SQL condition on "
+        "the documents, applied before ranking, e.g. \"doc_id LIKE 'contracts/%' AND meta['team'] = 'legal'\" "
+        "(columns doc_id, media_type, title, pages, modified, ocr, n_hidden_chars, meta['key'], ...).",
     )
-    def search(query: str, k: int = 5, mode: Literal["dense", "lexical", "hybrid"] | None = None) -> SearchResult:
+    def search(query: str, k: int = 5, mode: Literal["dense", "lexical", "hybrid"] | None = None,
+               where: str | None = None) -> SearchResult:
         with idx.request():
-            hits = _call(lambda: idx.search(query, k, mode=mode))
+            hits = _call(lambda: idx.search(query, k, mode=mode, where=(where or "").strip() or None))
             return SearchResult(query=query, mode=mode or "", hits=[_hit(idx, h) for h in hits])
 
     @server.tool(

@@ -101,13 +101,17 @@ class LexicalIndex:
         matched = np.flatnonzero(touched)
         return matched.astype(np.int64), scores[matched]
 
-    def top(self, query: str, k: int) -> tuple[np.ndarray, np.ndarray]:
-        """(vector_ids, scores) of the ``k`` best chunks with a positive score, best first.
+    def top(self, query: str, k: int, allowed: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+        """(vector_ids, scores) of the ``k`` best chunks with a positive score, best first;
+        among ``allowed`` (ascending vector ids, a filter's) where given, masked before the top k.
 
         Ties are broken by vector_id, so the order is reproducible.
         """
         matched, scores = self.scores(query)
         positive = scores > 0
+        if allowed is not None and len(matched):
+            at = np.minimum(np.searchsorted(allowed, matched), max(len(allowed) - 1, 0))
+            positive &= (allowed[at] == matched) if len(allowed) else False
         matched, scores = matched[positive], scores[positive]
         if k <= 0 or matched.size == 0:
             return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float32)

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from index.search.filtered import dense_ranked
 from index.search.fusion import candidates, fuse
 from ingest.embed import DEFAULT_MODEL_ID, Embedder, resolve_model
 from ingest.text import embed_text
@@ -70,22 +71,27 @@ def check_embedder(embedder: Embedder, manifest: Manifest) -> Embedder:
     return embedder
 
 
-def search(index, query: str, k: int = 5, mode: SearchMode | str | None = None) -> list[SearchHit]:
+def search(index, query: str, k: int = 5, mode: SearchMode | str | None = None,
+           where: str | None = None) -> list[SearchHit]:
     """The ``k`` chunks that best match ``query`` in ``mode``, best first (see the module).
+
+    ``where``: a filter on the documents (``index.search.filters``), applied before ranking:
+    only chunks of the documents it keeps are ranked (``index.search.filtered``).
 
     A lone surrogate in the query (bytes that were not UTF-8 on a command line) is read as
     U+FFFD, as a UTF-8 decoder would: the model's tokenizer takes Unicode text only.
     """
     mode = search_mode(index, mode)
     query = replace_surrogates(query)
-    if k <= 0 or index.n_chunks == 0:
+    allowed = index.allowed_vector_ids(where) if where is not None else None  # a bad filter fails before k is looked at
+    if k <= 0 or index.n_chunks == 0 or (allowed is not None and len(allowed) == 0):
         return []
     if mode is SearchMode.DENSE:
-        return dense_search(index, query, k)
+        return dense_search(index, query, k, allowed)
     if mode is SearchMode.LEXICAL:
-        return lexical_search(index, query, k)
+        return lexical_search(index, query, k, allowed)
     depth = candidates(k)
-    return fuse([dense_search(index, query, depth), lexical_search(index, query, depth)], k)
+    return fuse([dense_search(index, query, depth, allowed), lexical_search(index, query, depth, allowed)], k)
 
 
 def search_mode(index, mode: SearchMode | str | None) -> SearchMode:
@@ -98,16 +104,17 @@ def search_mode(index, mode: SearchMode | str | None) -> SearchMode:
         raise SpanindexError(f"unknown search mode {mode!r}: dense, lexical or hybrid") from None
 
 
-def dense_search(index, query: str, k: int) -> list[SearchHit]:
-    """The k chunks nearest to ``query`` by cosine similarity, best first."""
+def dense_search(index, query: str, k: int, allowed: np.ndarray | None = None) -> list[SearchHit]:
+    """The k chunks nearest to ``query`` by cosine similarity, best first (among ``allowed``
+    vector ids where given)."""
     if k <= 0 or index.n_chunks == 0:
         return []
     vector = index.embedder().embed([embed_text(replace_surrogates(query))])
-    shards = index.generation.faiss()  # each segment's shard, searched as the manifest says (nprobe, efSearch)
     depth = min(k + HIDDEN_MARGIN, index.n_chunks)
-    scores, ids = shards.search(np.ascontiguousarray(vector, dtype=np.float32), depth)
+    # each segment's shard, searched as the manifest says (nprobe, efSearch), or the allowed vectors exactly
+    scores, ids = dense_ranked(index.generation, np.ascontiguousarray(vector, dtype=np.float32), depth, allowed)
     found = []
-    for score, vector_id in zip(scores[0], ids[0]):  # read best first, until k: each read is a row group
+    for score, vector_id in zip(scores, ids):  # read best first, until k: each read is a row group
         if vector_id < 0 or len(found) == k:
             break
         chunk = index.chunk_at_vector(int(vector_id))
@@ -127,11 +134,12 @@ def _all_hidden(index, chunk: Chunk) -> bool:
     return not index.hidden_text(chunk.doc_id).visible_in(chunk.text, chunk.start).strip()
 
 
-def lexical_search(index, query: str, k: int) -> list[SearchHit]:
-    """The k chunks with the highest BM25 score for ``query`` (chunks sharing no token are left out)."""
+def lexical_search(index, query: str, k: int, allowed: np.ndarray | None = None) -> list[SearchHit]:
+    """The k chunks with the highest BM25 score for ``query`` (chunks sharing no token are left
+    out), among ``allowed`` vector ids where given."""
     if k <= 0 or index.n_chunks == 0:
         return []
-    ids, scores = index.lexical().top(query, k)
+    ids, scores = index.lexical().top(query, k, allowed)
     return [hit_of(index.chunk_at_vector(int(i)), rank, s) for rank, (i, s) in enumerate(zip(ids, scores), start=1)]
 
 

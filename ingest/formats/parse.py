@@ -21,8 +21,9 @@ from schemas.records import DocStatus, DocumentRecord, MediaType, OcrMode, OcrSe
 
 # Bump when a parser would give other text or maps for the same bytes (2: HTML source_url;
 # 3: PDF hidden-text runs, OCR of pages without a usable text layer; 4: DOCX text in its
-# background's colour or under 1 pt hidden, PPTX charts and SmartArt, XLSX comments).
-PARSER_VERSION = 4
+# background's colour or under 1 pt hidden, PPTX charts and SmartArt, XLSX comments; 5: the
+# document's own date, created).
+PARSER_VERSION = 5
 
 SUFFIXES = {
     ".pdf": MediaType.PDF,
@@ -179,4 +180,5 @@ def _parsed_record(base: dict, parsed: ParsedDocument, ocr: OcrSettings) -> Docu
         pages_without_text=parsed.pages_without_text,
         warning="; ".join(parsed.warnings),
         source_url=parsed.source_url,
+        created=parsed.created,
     )

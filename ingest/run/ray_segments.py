@@ -95,7 +95,10 @@ class RaySegmentSink:
         if self._writer is None:
             self._start_writer()
         remote = result.remote
-        rows, source = (remote.rows, remote.source) if remote is not None else (None, None)
+        if remote is not None:  # a task's rows, left on the cluster
+            rows, source = remote.rows, remote.source
+        else:  # rows the driver has (a document carried over), or none (an error row)
+            rows, source = DocRows(result.chunks, result.embed_texts, result.tables, result.files), None
         self._calls.append(self._writer.add.remote(result.record, rows, source, self._known_vectors(known)))
         self.next_vector_id += result.record.n_chunks
         self._in_writer += 1

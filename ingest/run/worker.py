@@ -138,7 +138,7 @@ class DocRows:
     """What a result adds to a segment and to texts/ and sources/: its rows, not its summary."""
 
     chunks: pa.Table | None
-    embed_texts: list[str]
+    embed_texts: list[str] | None  # None: every chunk's vector is a known one (a document carried over)
     tables: dict[str, pa.Table]
     files: DocumentFiles | None
 

@@ -21,7 +21,7 @@ __getattr__, __dir__, __all__ = lazy_loader.attach(__name__, submod_attrs={
     "retention": ["collect_garbage", "remove_unreferenced_segments", "retire_generations"],
     "previous": ["PublishedGeneration"],
     "reuse": ["LiveGeneration", "KnownVectors"],
-    "segments": ["masked_document", "masked_refs", "merge_segments", "plan_merge", "write_merged"],
+    "segments": ["carried_rows", "masked_document", "masked_refs", "merge_segments", "plan_merge", "write_merged"],
     "spill": ["SPILL_FOLDER", "read_spill", "spill_path", "write_spill"],
     "write": ["SegmentWriter", "ROW_GROUP_ROWS", "deleted_table", "file_sha256", "system_memory_pool", "write_generation"],
 })

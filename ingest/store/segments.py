@@ -79,8 +79,7 @@ def merge_segments(live: LiveSegments, names: list[str], writer: SegmentWriter, 
     next_id = vector_base
     for doc_id, segment in sorted(documents, key=lambda d: d[0]):
         writer.add_document(document_records(segment.rows_of("documents", doc_id))[0])
-        for table_name in DOCUMENT_MAP_TABLES:
-            writer.add_rows(table_name, segment.rows_of(table_name, doc_id))
+        _copy_maps(segment, doc_id, writer)
         chunks = segment.rows_of("chunks", doc_id)
         if chunks.num_rows:
             old = chunks.column("vector_id").to_numpy().astype(np.int64)
@@ -88,6 +87,23 @@ def merge_segments(live: LiveSegments, names: list[str], writer: SegmentWriter, 
             ids = pa.array(np.arange(next_id, next_id + len(old), dtype=np.int64))
             next_id += len(old)
             writer.add_rows("chunks", chunks.set_column(chunks.schema.get_field_index("vector_id"), "vector_id", ids))
+
+
+def carried_rows(live: LiveSegments, doc_id: str) -> tuple[pa.Table, dict[str, pa.Table]]:
+    """A live document's chunks and offset maps as the segment holding them has them, to be
+    written again under a new documents row (its user metadata changed, nothing else): its
+    chunks get new vector ids from the build, with their stored vectors. The caller masks its
+    old rows."""
+    segment = live.segment_of(doc_id)
+    if segment is None:
+        raise IndexFormatError(f"{doc_id}: not in the live generation, nothing to carry over")
+    maps = {name: segment.rows_of(name, doc_id) for name in DOCUMENT_MAP_TABLES}
+    return segment.rows_of("chunks", doc_id), {name: rows for name, rows in maps.items() if rows.num_rows}
+
+
+def _copy_maps(segment: SegmentFiles, doc_id: str, writer: SegmentWriter) -> None:
+    for table_name in DOCUMENT_MAP_TABLES:
+        writer.add_rows(table_name, segment.rows_of(table_name, doc_id))
 
 
 def write_merged(paths, live: LiveSegments, names: list[str], generation: str, vector_base: int, model_id: str,

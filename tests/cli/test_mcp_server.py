@@ -39,7 +39,7 @@ def test_the_server_lists_search_verify_and_resolve_with_schemas(sample_index):
     assert set(by_name) == {"search", "verify", "resolve"}
     search = by_name["search"]
     assert search.input_schema["required"] == ["query"]
-    assert set(search.input_schema["properties"]) == {"query", "k", "mode"}
+    assert set(search.input_schema["properties"]) == {"query", "k", "mode", "where"}
     assert "hits" in search.output_schema["properties"]
     verify = by_name["verify"]
     assert verify.input_schema["required"] == ["claims"]

@@ -30,7 +30,7 @@ from ingest.store import deleted_table, segments
 from schemas.errors import IndexFormatError
 from schemas.layout import MANIFEST, IndexPaths, read_current
 from schemas.records import MaskedDocument
-from schemas.tables import DOCUMENT_MAP_TABLES, SCHEMAS
+from schemas.tables import DOCUMENT_MAP_TABLES, FORMAT_VERSION, SCHEMAS
 
 WORDS = "invoice refund overage webhook plan growth tier limit quota export archive ledger zurich".split()
 QUERIES = ["refund overage", "webhook quota limit", "zurich archive ledger", "plan growth"]
@@ -234,7 +234,7 @@ def test_an_index_of_the_previous_format_is_refused_in_one_line_and_rebuilt_by_a
     raw = json.loads(manifest_path.read_text())
     raw["format_version"] = 6
     manifest_path.write_text(json.dumps(raw))
-    with pytest.raises(IndexFormatError, match=r"format version 6, this spanindex reads 7; run `spanindex build`"):
+    with pytest.raises(IndexFormatError, match=rf"format version 6, this spanindex reads {FORMAT_VERSION}; run `spanindex build`"):
         index.open(idx_dir)
     report = _build(corpus, idx_dir)
     assert "rebuilding from scratch" in report.full_reason and report.added == report.n_files

@@ -19,12 +19,13 @@ from starlette.requests import ClientDisconnect
 
 from index.viewer.chunk_tokens import ChunkToken, chunk_tokens
 from index.inspect import ChunkPlace, inspect_chunk
+from index.search.filters import MAX_FILTER_CHARS
 from index.search.modes import search_mode
 from index.citations.verify import verify_answer
 from index.viewer.server.state import ServerState, refuse_answer
 from schemas.answer_json import ANSWER_DESCRIPTION, NOT_FROM_THE_MODEL, REQUIRED, answer_json_schema, parse_answer
 from schemas.citations import Answer, ClaimRecord, Policy, VerifySummary
-from schemas.errors import AnswerFormatError
+from schemas.errors import AnswerFormatError, FilterError
 from schemas.json_input import loads
 from schemas.json_schema import record_schemas
 from schemas.record_json import record_json_schema, to_json
@@ -43,6 +44,7 @@ class SearchResponse(BaseModel):
     mode: SearchMode
     generation: str
     hits: list[SearchHit]
+    where: str | None = None  # the filter the hits were ranked under
 
 
 @dataclass(frozen=True, slots=True)
@@ -85,12 +87,20 @@ def api_search(
         SearchMode | None,
         Query(description="dense (embeddings), lexical (BM25) or hybrid (reciprocal rank fusion); default lexical"),
     ] = None,
+    where: Annotated[
+        str | None,
+        Query(max_length=MAX_FILTER_CHARS, description="a SQL condition on the documents, applied before ranking: "
+              "doc_id LIKE 'contracts/%' AND meta['team'] = 'legal' (a bad one: 400 with the reason)"),
+    ] = None,
 ) -> SearchResponse:
     server = _server(request)
     with server.reading():
         used = search_mode(server.index, mode)
-        hits = server.index.search(q, k, mode=used)
-    return SearchResponse(query=q, k=k, mode=used, generation=server.index.generation.name, hits=hits)
+        try:
+            hits = server.index.search(q, k, mode=used, where=(where or "").strip() or None)  # where= alone: none
+        except FilterError as exc:
+            raise HTTPException(400, str(exc)) from None
+    return SearchResponse(query=q, k=k, mode=used, generation=server.index.generation.name, hits=hits, where=where)
 
 
 @router.post(

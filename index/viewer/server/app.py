@@ -23,6 +23,7 @@ from starlette.middleware.trustedhost import TrustedHostMiddleware
 
 from index.viewer.chunk_tokens import chunk_tokens
 from index.inspect import inspect_chunk
+from index.search.filters import MAX_FILTER_CHARS
 from index.search.modes import search_mode
 from index.citations.verify import verify_answer
 from index.viewer.claims import answer_views
@@ -35,7 +36,7 @@ from index.viewer.templating import environment
 from ingest.embed import Embedder
 from schemas.answer_json import parse_answer
 from schemas.citations import Policy
-from schemas.errors import AnswerFormatError, SpanindexError
+from schemas.errors import AnswerFormatError, FilterError, SpanindexError
 from schemas.json_input import loads, replace_surrogates
 from schemas.limits import VIEW_SIBLINGS
 from schemas.records import OFFICE_TYPES, MediaType, SearchMode
@@ -107,15 +108,21 @@ def create_app(
         q: Annotated[str, Query(max_length=2000)] = "",
         k: Annotated[int, Query(ge=1, le=MAX_PAGE_HITS)] = 5,
         mode: Annotated[SearchMode | None, Query()] = None,
+        where: Annotated[str, Query(max_length=MAX_FILTER_CHARS)] = "",
     ):
-        hits = []
+        hits, error = [], ""
         with server.reading():
             used = search_mode(server.index, mode)
             if q.strip():
-                for hit in server.index.search(q, k, mode=used):
+                try:
+                    found = server.index.search(q, k, mode=used, where=where.strip() or None)
+                except FilterError as exc:  # the page says why, beside the form that holds the filter
+                    found, error = [], str(exc)
+                for hit in found:
                     hits.append({"hit": hit, "view": server.views.chunk(inspect_chunk(server.index, hit.chunk_id))})
-        return page("search.html", title="Search", active="search", query=q, k=k, max_k=MAX_PAGE_HITS, hits=hits,
-                    mode=used.value, modes=[m.value for m in SearchMode])
+        return page("search.html", 400 if error else 200, title="Search", active="search", query=q, k=k,
+                    max_k=MAX_PAGE_HITS, hits=hits, mode=used.value, modes=[m.value for m in SearchMode], where=where,
+                    error=error)
 
     @app.get("/verify", response_class=HTMLResponse, include_in_schema=False)
     def verify_form():

@@ -1,10 +1,13 @@
-"""Where an HTML page lives on the web, as the page itself says.
+"""Where an HTML page lives on the web, and when it was published, as the page itself says.
 
 A saved page usually names its address: ``<link rel="canonical">`` or the Open
 Graph ``<meta property="og:url">``. With it, a citation becomes a link that
 opens the live page at the quote (the address plus a text fragment). Only an
 absolute http(s) address is taken: a relative one has nothing to resolve
 against, and any other scheme is not a page to open.
+
+Its date: ``<meta property="article:published_time">`` (Open Graph), else the first
+``<time datetime>`` of the page (``published_date``).
 """
 
 from __future__ import annotations
@@ -12,6 +15,7 @@ from __future__ import annotations
 import html
 from urllib.parse import urlsplit
 
+from ingest.formats.dates import iso_date
 from ingest.formats.html.tags import IN_HEAD
 from ingest.formats.html.tokens import END, START, TEXT, Tokenizer, parse_attrs
 
@@ -49,6 +53,35 @@ def canonical_url(decoded_source: str) -> str:
         elif name == "meta" and attrs.get("property", "").strip().lower() == "og:url" and not og_url:
             og_url = _absolute_http(attrs.get("content", ""))
     return canonical or og_url
+
+
+def published_date(decoded_source: str) -> str | None:
+    """The page's own date, ISO 8601 (``ingest.formats.dates``): its article:published_time, else
+    its first ``<time datetime>``; None where it has neither.
+
+    >>> published_date('<meta property="article:published_time" content="2024-05-02T08:00:00+02:00"><p>x')
+    '2024-05-02T06:00:00Z'
+    >>> published_date('<p>Posted <time datetime="2023-11-05">Nov 5</time>'), published_date('<p>undated')
+    ('2023-11-05', None)
+    """
+    lowered = decoded_source.lower()
+    if "article:published_time" not in lowered and "<time" not in lowered:
+        return None  # most pages: no tokenizing
+    published = first_time = None
+    for token in Tokenizer(decoded_source):
+        if token[0] != START or token[3] not in ("meta", "time"):
+            continue
+        _, _, end, name, _, attrs_at = token
+        attrs = parse_attrs(decoded_source, attrs_at, end - 1)
+        if name == "meta" and attrs.get("property", "").strip().lower() == "article:published_time":
+            published = iso_date(html.unescape(attrs.get("content", "")))
+            if published:
+                return published
+        elif name == "time" and first_time is None and "datetime" in attrs:
+            first_time = iso_date(html.unescape(attrs["datetime"])) or None
+            if "article:published_time" not in lowered:
+                return first_time
+    return first_time
 
 
 def _absolute_http(raw: str) -> str:

@@ -19,7 +19,7 @@ from collections import Counter
 from html import unescape
 
 from ingest.formats.encoding import decode_source
-from ingest.formats.html.meta import canonical_url
+from ingest.formats.html.meta import canonical_url, published_date
 from ingest.formats.html.tags import (
     BREAKOUT,
     BUTTON_SCOPE,
@@ -101,6 +101,7 @@ def parse_html_text(
         decoded_source=decoded_source,
         warnings=warnings,
         source_url=canonical_url(decoded_source),
+        created=published_date(decoded_source),
     )
 
 

@@ -70,6 +70,7 @@ def parse_docx(source: bytes, doc_id: str) -> ParsedDocument:
                        page_colour)
     built = builder.result()
     return ParsedDocument(doc_id=doc_id, media_type=MediaType.DOCX, text=built.text, title=package.title(),
+                          created=package.created(),
                           office_runs=built.runs, hidden_runs=built.hidden_runs)
 
 

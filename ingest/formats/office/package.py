@@ -17,6 +17,7 @@ import zlib
 from dataclasses import dataclass
 from pathlib import PurePosixPath
 
+from ingest.formats.dates import iso_date
 from ingest.formats.office.xml_positions import Element, parse_xml
 from schemas.errors import CorruptDocumentError, DocumentTooLargeError, EncryptedDocumentError
 from schemas.limits import MIB
@@ -125,10 +126,17 @@ class OfficePackage:
 
     def title(self) -> str:
         """The title in the document properties (docProps/core.xml), "" where none."""
+        return self._core_property("title")
+
+    def created(self) -> str | None:
+        """When the document was created, as its properties say (dcterms:created), ISO 8601; None where not."""
+        return iso_date(self._core_property("created"))
+
+    def _core_property(self, name: str) -> str:
         for rel in self.relationships(""):
             if rel.rel_type == "core-properties" and rel.target and self.has(rel.target):
-                title = next(self.xml(rel.target)[0].iter("title"), None)
-                return " ".join(title.text().split()) if title is not None else ""
+                element = next(self.xml(rel.target)[0].iter(name), None)
+                return " ".join(element.text().split()) if element is not None else ""
         return ""
 
     def _check_limits(self, info: zipfile.ZipInfo) -> None:

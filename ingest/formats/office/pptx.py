@@ -92,6 +92,7 @@ def parse_pptx(source: bytes, doc_id: str) -> ParsedDocument:
         pages.append(OfficePage(number, start, builder.length, part, hidden))
     built = builder.result()
     return ParsedDocument(doc_id=doc_id, media_type=MediaType.PPTX, text=built.text, title=package.title(),
+                          created=package.created(),
                           office_runs=built.runs, hidden_runs=built.hidden_runs, office_pages=tuple(pages),
                           office_shapes=_office_shapes(built, drawn, _slide_size(root)))
 

@@ -73,6 +73,7 @@ def parse_xlsx(source: bytes, doc_id: str) -> ParsedDocument:
                     _comments(builder, package, rel.target, hidden_rows, hidden_columns)
     built = context.builder.result()
     return ParsedDocument(doc_id=doc_id, media_type=MediaType.XLSX, text=built.text, title=package.title(),
+                          created=package.created(),
                           office_runs=built.runs, hidden_runs=built.hidden_runs, office_pages=tuple(pages),
                           office_cells=tuple(context.cells))
 

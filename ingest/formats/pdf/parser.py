@@ -38,6 +38,7 @@ from operator import itemgetter
 import numpy as np
 import pymupdf
 
+from ingest.formats.dates import iso_date
 from ingest.formats.pdf.passwords import PasswordLine
 from ingest.formats.pdf.ocr import OcrSettings, read_pages
 from ingest.formats.pdf.page import BLOCK_SEPARATOR, EMPTY_PAGE, LINE_SEPARATOR, PAGE_SEPARATOR, PageText, to_displayed
@@ -315,6 +316,7 @@ def _parse_open_document(doc: pymupdf.Document, doc_id: str, ocr: OcrSettings) -
         media_type=MediaType.PDF,
         text=PAGE_SEPARATOR.join(page_texts),
         title=_SURROGATES.sub(_REPLACEMENT, title).strip(),
+        created=iso_date(metadata.get("creationDate")),
         pages=tuple(pages),
         char_runs=tuple(char_runs),
         warnings=tuple(warnings),
