@@ -30,6 +30,7 @@ import numpy as np
 
 from ingest.text.hidden import HiddenText
 from ingest.text.normalize import CONTROLS, Join, SliceNormalizer, changing_set, normalize, normalize_each
+from ingest.text.sections import SectionPaths, document_title
 from schemas.errors import ChunkerError
 from schemas.records import Chunk, ChunkerSettings, HiddenRun, ParsedDocument
 
@@ -732,8 +733,10 @@ def _gap_contents(bmp: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> tuple[np.n
 
 
 def make_chunks(doc: ParsedDocument, spans: list[ChunkSpan], first_vector_id: int = 0) -> list[Chunk]:
-    """Chunk records of one document, with pages where the document has them."""
+    """Chunk records of one document, with pages where the document has them, its title, and
+    the headings each chunk starts under (``ingest.text.sections``)."""
     pages = doc.pages or doc.office_pages  # PDF pages, or PPTX slides and XLSX sheets
+    title, sections = document_title(doc), SectionPaths(doc.headings)
     page_starts = [p.start for p in pages]
     doc_version = doc.doc_version
     hidden = HiddenText(doc.hidden_runs)
@@ -761,6 +764,8 @@ def make_chunks(doc: ParsedDocument, spans: list[ChunkSpan], first_vector_id: in
                 vector_id=first_vector_id + seq,
                 embed_sha256=sha256_text(span.embed_text),
                 n_hidden=hidden.count(span.start, span.end),
+                title=title,
+                headings=sections.at(span.start),
             )
         )
     return chunks

@@ -19,6 +19,7 @@ from collections import Counter
 from html import unescape
 
 from ingest.formats.encoding import decode_source
+from ingest.formats.headings import headings_in
 from ingest.formats.html.meta import canonical_url
 from ingest.formats.html.tags import (
     BREAKOUT,
@@ -91,6 +92,7 @@ def parse_html_text(
     builder.run()
     text, runs = builder.out.result()
     return ParsedDocument(
+        headings=headings_in(text, builder.headings),
         hidden_runs=hidden_runs(text, builder.out.hidden),
         doc_id=doc_id,
         media_type=MediaType.HTML,
@@ -111,6 +113,8 @@ class _TreeBuilder:
         self.tokens = Tokenizer(source)
         self.title = ""
         self.has_title = False
+        self.open_headings: list[list] = []  # the h1-h6 elements open, each [entry, text length at its start]
+        self.headings: list[tuple[int, int, int]] = []  # (start, end, level) in the text, of visible headings
         # Open elements: [name, hidden, preformatted, foreign, separator, cells, style, reason]
         # (style: what its inline styles pass on; reason: why the text in it is hidden, or None)
         self.stack: list[list] = []
@@ -464,6 +468,8 @@ class _TreeBuilder:
         entry = [name, hidden, pre, foreign, sep, 0, style, reason]
         self.out.reason = reason
         self.stack.append(entry)
+        if name in HEADINGS and not foreign:
+            self.open_headings.append([entry, self.out.length])
         self.open_names[name] += 1
         self.hidden += hidden
         self.pre += pre
@@ -476,6 +482,10 @@ class _TreeBuilder:
     def _remove(self, index: int, at: int) -> list:
         entry = self.stack.pop(index)
         name, hidden, pre, foreign, sep = entry[:5]
+        if self.open_headings and self.open_headings[-1][0] is entry:
+            _, start = self.open_headings.pop()
+            if not self.hidden and entry[7] is None:  # a heading a reader sees (text hidden by CSS is no heading)
+                self.headings.append((start, self.out.length, int(name[1])))
         if sep and not self.hidden:
             self.out.separator(sep, at)
         self.out.reason = self.stack[-1][7] if self.stack else None
