@@ -40,7 +40,7 @@ def parse_text(source: bytes, doc_id: str, media_type: MediaType = MediaType.TEX
 def markdown_headings(text: str) -> tuple[Heading, ...]:
     """The ATX and one-line setext headings of Markdown ``text``, outside fenced code.
 
-    >>> [(h.level, h.text) for h in markdown_headings("# Guide\n\n## Install ##\n```\n# not\n```\nUse\n---\n")]
+    >>> [(h.level, h.text) for h in markdown_headings("# Guide\\n\\n## Install ##\\n```\\n# not\\n```\\nUse\\n---\\n")]
     [(1, 'Guide'), (2, 'Install'), (2, 'Use')]
     """
     spans: list[tuple[int, int, int]] = []

@@ -174,6 +174,15 @@ def test_the_command_line_searches_in_each_mode(sample_index_test_model, mode):
     assert json.loads(out) == json.loads(json.dumps([dataclasses.asdict(h) for h in expected]))  # headings: a list
 
 
+def test_the_command_line_shows_the_section_each_hit_lies_in(sample_index_test_model):
+    code, out = _cli("search", sample_index_test_model, "Plans at a glance overage", "-k", 3, "--mode", "lexical")
+    hits = _open(sample_index_test_model).search("Plans at a glance overage", k=3, mode="lexical")
+    assert code == 0 and any(h.headings for h in hits)
+    for hit in hits:
+        section = " > ".join(" ".join(line.split()) for line in (hit.title, *hit.headings) if line.strip())
+        assert (f"   in: {section[:200]}\n" in out) == bool(section)
+
+
 def test_the_command_line_refuses_an_unknown_mode(sample_index_test_model, capsys):
     with pytest.raises(SystemExit) as exit_info:
         main(["search", str(sample_index_test_model), "q", "--mode", "semantic"])
