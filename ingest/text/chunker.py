@@ -16,6 +16,7 @@ identical, so their embeddings and citations survive a reindex.
 from __future__ import annotations
 
 import bisect
+import dataclasses
 import functools
 import hashlib
 import itertools
@@ -736,10 +737,12 @@ def make_chunks(doc: ParsedDocument, spans: list[ChunkSpan], first_vector_id: in
     """Chunk records of one document, with pages where the document has them, its title, and
     the headings each chunk starts under (``ingest.text.sections``)."""
     pages = doc.pages or doc.office_pages  # PDF pages, or PPTX slides and XLSX sheets
-    title, sections = document_title(doc), SectionPaths(doc.headings)
     page_starts = [p.start for p in pages]
     doc_version = doc.doc_version
     hidden = HiddenText(doc.hidden_runs)
+    if doc.headings and doc.hidden_runs:  # a heading a reader cannot see (a browser's verdict, too) heads nothing
+        doc = dataclasses.replace(doc, headings=tuple(h for h in doc.headings if not hidden.count(h.start, h.start + 1)))
+    title, sections = document_title(doc), SectionPaths(doc.headings)
     chunks = []
     for seq, span in enumerate(spans):
         text = doc.text[span.start : span.end]

@@ -51,3 +51,15 @@ def test_title_is_the_documents_own_else_its_first_outermost_heading():
 
 def test_section_text_leaves_out_a_heading_that_repeats_the_title_and_empty_lines():
     assert section_text("Rate card", ["Rate card", " ", "1.  Plans\n at a glance"]) == "Rate card\n1. Plans at a glance"
+
+
+def test_a_heading_a_reader_cannot_see_heads_no_chunk(tokenizer):
+    from ingest.text.chunker import chunk_spans, make_chunks
+    from schemas.records import ChunkerSettings, HiddenReason, HiddenRun
+
+    text = "Visible\n\nSecret heading\n\n" + "Words of the section. " * 40
+    hidden = (HiddenRun(9, 23, HiddenReason.CSS_HIDDEN),)
+    doc = ParsedDocument("a.html", MediaType.HTML, text, hidden_runs=hidden,
+                         headings=(Heading(0, 1, "Visible"), Heading(9, 2, "Secret heading")))
+    chunks = make_chunks(doc, chunk_spans(text, tokenizer, ChunkerSettings(max_tokens=32, overlap=4), hidden))
+    assert len(chunks) > 1 and all(c.headings == ("Visible",) and c.title == "Visible" for c in chunks)
