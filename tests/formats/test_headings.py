@@ -104,3 +104,5 @@ def test_hidden_html_headings_are_no_headings():
     parsed = parse_html(b"<h1>Shown</h1><h2 style='display:none'>Secret</h2><div hidden><h2>No</h2></div><h2></h2>"
                         b"<h2>Also <b>shown</b></h2>", "h.html")
     assert [(h.level, h.text) for h in parsed.headings] == [(1, "Shown"), (2, "Also shown")]
+    unclosed = parse_html(b"<p>Intro</p><h3>Left <i>open", "u.html")  # the source ends inside the heading
+    assert [(h.level, h.text) for h in unclosed.headings] == [(3, "Left open")]

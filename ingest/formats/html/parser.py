@@ -90,6 +90,7 @@ def parse_html_text(
     """
     builder = _TreeBuilder(decoded_source)
     builder.run()
+    builder.close_headings()
     text, runs = builder.out.result()
     return ParsedDocument(
         headings=headings_in(text, builder.headings),
@@ -476,6 +477,16 @@ class _TreeBuilder:
         self.foreign += foreign
         return entry
 
+    def _close_heading(self) -> None:
+        entry, start = self.open_headings.pop()
+        if not self.hidden and entry[7] is None:  # a heading a reader sees (text hidden by CSS is no heading)
+            self.headings.append((start, self.out.length, int(entry[0][1])))
+
+    def close_headings(self) -> None:
+        """The headings still open where the source ends (``<h1>Title`` and nothing after)."""
+        while self.open_headings:
+            self._close_heading()
+
     def _pop(self, at: int) -> list:
         return self._remove(len(self.stack) - 1, at)
 
@@ -483,9 +494,7 @@ class _TreeBuilder:
         entry = self.stack.pop(index)
         name, hidden, pre, foreign, sep = entry[:5]
         if self.open_headings and self.open_headings[-1][0] is entry:
-            _, start = self.open_headings.pop()
-            if not self.hidden and entry[7] is None:  # a heading a reader sees (text hidden by CSS is no heading)
-                self.headings.append((start, self.out.length, int(name[1])))
+            self._close_heading()
         if sep and not self.hidden:
             self.out.separator(sep, at)
         self.out.reason = self.stack[-1][7] if self.stack else None
