@@ -1,7 +1,7 @@
 """The headings a parser finds, as ``Heading`` records of the document text it built.
 
-Each format knows its headings its own way (PDF outline or font sizes, HTML ``h1``-``h6``,
-Markdown ``#`` lines, DOCX heading styles, slide titles, sheet names); all of them become
+Each format knows its headings its own way (PDF outline or font sizes, HTML and EPUB ``h1``-``h6``,
+Markdown ``#`` lines, DOCX heading styles, ODT ``text:h``, slide titles, sheet names); all of them become
 records here, the same way: a heading is the document text it spans, whitespace at its ends
 left out, and a heading with no text is no heading.
 """

@@ -106,3 +106,16 @@ def test_hidden_html_headings_are_no_headings():
     assert [(h.level, h.text) for h in parsed.headings] == [(1, "Shown"), (2, "Also shown")]
     unclosed = parse_html(b"<p>Intro</p><h3>Left <i>open", "u.html")  # the source ends inside the heading
     assert [(h.level, h.text) for h in unclosed.headings] == [(3, "Left open")]
+
+
+@pytest.mark.parametrize("doc_id, expected", [
+    ("office/docling__text_document_01.odt", [(1, "heading level 1.0"), (2, "Heading level 2: A")]),
+    ("office/docling__epub_purvis_poetry.epub", [(1, "Poetry"), (2, "Imprint")]),
+    ("office/docling__powerpoint_sample.pptx", [(1, "Test Table Slide"), (1, "Second slide title")]),
+    ("office/docling__xlsx_01.xlsx", [(1, "Sheet1"), (1, "Sheet2"), (1, "Sheet3")]),
+])
+def test_office_headings_are_their_documents_headings_in_order(doc_id, expected):
+    needs_shared_corpus()
+    parsed = parse_document((SHARED_CORPUS / doc_id).read_bytes(), doc_id, media_type_of(doc_id)).parsed
+    assert [(h.level, h.text) for h in parsed.headings][: len(expected)] == expected
+    assert all(parsed.text.startswith(h.text, h.start) for h in parsed.headings)
