@@ -45,6 +45,7 @@ from schemas.records import (
 )
 from schemas.tables import (
     CHUNKS,
+    chunk_of_row,
     chunk_records,
     document_records,
     hidden_run_records,
@@ -210,7 +211,7 @@ class Index:
         chunk = self._chunk_cache.get(row)
         if chunk is None:
             table = rows if rows is not None else self.generation.row_at("chunks", row)
-            chunk = Chunk(**{f.name: table.column(f.name)[0].as_py() for f in CHUNKS})
+            chunk = chunk_of_row({f.name: table.column(f.name)[0].as_py() for f in CHUNKS})
             if len(self._chunk_cache) >= 4096:
                 self._chunk_cache.clear()
             self._chunk_cache[row] = chunk

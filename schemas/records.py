@@ -333,6 +333,17 @@ class OfficeShape:
     y1: float
 
 
+@dataclass(frozen=True, slots=True)
+class Heading:
+    """A heading of the document: ``text`` is ``doc_text[start:start + len(text)]`` (real text,
+    never made up; a PDF outline entry whose words are not on its page is the one exception: it
+    stands at the page's start with the outline's words). ``level`` 1 is the outermost."""
+
+    start: int
+    level: int
+    text: str
+
+
 @dataclass(frozen=True, slots=True, eq=False)
 class ParsedDocument:
     """What a parser produces: the document text and its map back to the artefact."""
@@ -356,6 +367,7 @@ class ParsedDocument:
     office_cells: tuple[OfficeCell, ...] = ()  # XLSX: the text of each cell and its reference
     office_shapes: tuple[OfficeShape, ...] = ()  # PPTX: each text shape's frame on its slide
     converted_source: bytes | None = None  # a legacy .doc/.ppt/.xls: the OOXML copy its map points into
+    headings: tuple[Heading, ...] = ()  # in document order (sorted by start): the sections chunks lie in
 
     @property
     def doc_version(self) -> str:
@@ -417,6 +429,8 @@ class Chunk:
     vector_id: int
     embed_sha256: str  # hash of the normalised string that was embedded
     n_hidden: int = 0  # characters of the chunk a reader cannot see: left out of what is embedded
+    title: str = ""  # the document's title (its own, else its first heading; ingest.text.sections)
+    headings: tuple[str, ...] = ()  # the headings above the chunk's start, outermost first
 
 
 @dataclass(frozen=True, slots=True)
@@ -522,6 +536,8 @@ class SearchHit:
     page_start: int | None
     page_end: int | None
     text: str
+    title: str = ""  # the document's title
+    headings: tuple[str, ...] = ()  # the section the chunk starts in: its headings, outermost first
 
 
 @dataclass(frozen=True, slots=True)

@@ -38,7 +38,8 @@ from schemas.records import (
 FORMAT_VERSION = 8  # 2: documents.source_url; 3: hidden_text, chunks.n_hidden, documents.n_hidden_chars;
 # 4: html_boxes, pdf_pages.ocr, pdf_chars.ocr_confidence; 5: office_map, office_pages, office_cells;
 # 6: office_boxes, office_render_pages, office_shapes; 7: segments, deleted, stable vector ids;
-# 8: documents.metadata (the user's fields), documents.created
+# 8: documents.metadata (the user's fields), documents.created; chunks.title and chunks.headings
+#    (section context, also in each chunk's BM25 text)
 META_TABLE = b"spanindex.table"
 META_FORMAT = b"spanindex.format_version"
 META_MODEL = b"spanindex.model_id"
@@ -85,6 +86,8 @@ CHUNKS = pa.schema(
         ("vector_id", pa.int64()),
         ("embed_sha256", pa.string()),
         ("n_hidden", pa.int32()),
+        ("title", pa.string()),
+        ("headings", pa.list_(pa.string())),  # outermost first
     ]
 )
 
@@ -493,7 +496,12 @@ def document_records(table: pa.Table) -> list[DocumentRecord]:
 
 
 def chunk_records(table: pa.Table) -> list[Chunk]:
-    return [Chunk(**row) for row in table.select([f.name for f in CHUNKS]).to_pylist()]
+    return [chunk_of_row(row) for row in table.select([f.name for f in CHUNKS]).to_pylist()]
+
+
+def chunk_of_row(row: dict) -> Chunk:
+    """A chunks row (``to_pylist`` form) as its record: the headings list becomes a tuple."""
+    return Chunk(**{**row, "headings": tuple(row["headings"] or ())})
 
 
 def pdf_page_records(table: pa.Table) -> list[PdfPage]:

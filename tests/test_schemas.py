@@ -26,6 +26,7 @@ _ARROW_KIND = {
     str: (pa.types.is_string,),
     bool: (pa.types.is_boolean,),
     np.ndarray: (pa.types.is_list,),
+    tuple: (pa.types.is_list,),
 }
 
 
@@ -36,6 +37,8 @@ def _python_type(annotation: str) -> tuple[type, bool]:
         args = [a for a in typing.get_args(hint) if a is not type(None)]
         optional = len(args) < len(typing.get_args(hint))
         hint = args[0]
+    if typing.get_origin(hint) is tuple:  # tuple[str, ...]: a list column of strings
+        return tuple, optional
     if isinstance(hint, type) and issubclass(hint, str):  # StrEnum columns are strings
         hint = str
     return hint, optional

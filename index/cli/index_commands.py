@@ -247,6 +247,9 @@ def run_search(args) -> int:
         if hit.page_start is not None:
             pages = f" p.{hit.page_start}" + (f"-{hit.page_end}" if hit.page_end != hit.page_start else "")
         print(f"{hit.rank}. {hit.score:.3f}  {hit.chunk_id}  [{hit.start}:{hit.end}]{pages}")
+        section = " > ".join(" ".join(line.split()) for line in (hit.title, *hit.headings) if line.strip())
+        if section:
+            print(f"   in: {section[:200]}")
         snippet = " ".join(hit.text.split())
         print(f"   {snippet[:200]}{'...' if len(snippet) > 200 else ''}")
     return EXIT_OK

@@ -4,7 +4,9 @@ Each retrieved document carries, in its metadata, where its text is: ``chunk_id`
 ``doc_id``, ``doc_version``, ``start``/``end`` (code points into the document text),
 ``page_start``/``page_end``, the ``locator`` that opens the source at the chunk and
 ``url`` (the page's own address with it, when known), so that an answer built on
-it can be checked by ``spanindex verify`` afterwards.
+it can be checked by ``spanindex verify`` afterwards; and its section: ``title`` (the
+document's) and ``headings`` (the headings above the chunk, outermost first, joined by
+``HEADINGS_JOINER`` into one string: metadata stays flat, as vector stores want it).
 
     pip install 'spanindex[langchain]'     # index.integrations.langchain.SpanindexRetriever
     pip install 'spanindex[llamaindex]'    # index.integrations.llamaindex.SpanindexRetriever
@@ -19,8 +21,9 @@ from schemas.records import SearchHit
 
 METADATA_KEYS = (
     "chunk_id", "doc_id", "doc_version", "start", "end", "page_start", "page_end",
-    "locator", "url", "title", "media_type", "rank", "score", "mode",
+    "locator", "url", "title", "headings", "media_type", "rank", "score", "mode",
 )
+HEADINGS_JOINER = " > "
 
 
 def open_index(index_or_path):
@@ -46,6 +49,7 @@ def hit_metadata(idx, hit: SearchHit, mode: str) -> dict:
         "locator": link.locator,
         "url": link.url,
         "title": link.title,
+        "headings": HEADINGS_JOINER.join(hit.headings),
         "media_type": link.media_type,
         "rank": hit.rank,
         "score": hit.score,

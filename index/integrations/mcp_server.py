@@ -46,6 +46,7 @@ class Hit(TypedDict):
     page_start: int | None
     page_end: int | None
     title: str
+    headings: list[str]  # the section the chunk starts in, outermost heading first
     locator: str  # "#page=N" or a text fragment "#:~:text=..."
     url: str  # the page's own address with the locator, "" when unknown
     text: str
@@ -140,7 +141,7 @@ def _hit(idx, hit) -> Hit:
     return Hit(
         rank=hit.rank, score=hit.score, chunk_id=hit.chunk_id, doc_id=hit.doc_id, doc_version=hit.doc_version,
         start=hit.start, end=hit.end, page_start=hit.page_start, page_end=hit.page_end,
-        title=link.title, locator=link.locator, url=link.url, text=hit.text,
+        title=link.title, headings=list(hit.headings), locator=link.locator, url=link.url, text=hit.text,
     )
 
 

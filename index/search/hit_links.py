@@ -17,7 +17,7 @@ from schemas.records import MediaType, SearchHit
 class HitLink:
     locator: str  # "#page=N" (PDF), a text fragment "#:~:text=..." (HTML), "" otherwise
     url: str  # the page's own address + locator (HTML that names its address), else ""
-    title: str  # the document's title, or its doc_id when it has none
+    title: str  # the document's title (its own, else its first heading), or its doc_id when it has none
     media_type: str
 
 
@@ -28,7 +28,7 @@ def hit_link(index, hit: SearchHit) -> HitLink:
     '#:~:text=The%20Northwind%20status%20page,...'
     """
     doc = index.document(hit.doc_id)
-    title = (doc.title.strip() if doc else "") or hit.doc_id
+    title = hit.title or (doc.title.strip() if doc else "") or hit.doc_id
     media_type = doc.media_type if doc else None
     locator, url = "", ""
     if media_type is MediaType.PDF:

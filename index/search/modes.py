@@ -155,5 +155,7 @@ def hit_of(chunk: Chunk, rank: int, score: float) -> SearchHit:
         page_start=chunk.page_start,
         page_end=chunk.page_end,
         text=chunk.text,
+        title=chunk.title,
+        headings=chunk.headings,
     )
 

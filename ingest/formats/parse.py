@@ -21,8 +21,9 @@ from schemas.records import DocStatus, DocumentRecord, MediaType, OcrMode, OcrSe
 
 # Bump when a parser would give other text or maps for the same bytes (2: HTML source_url;
 # 3: PDF hidden-text runs, OCR of pages without a usable text layer; 4: DOCX text in its
-# background's colour or under 1 pt hidden, PPTX charts and SmartArt, XLSX comments; 5: the
-# document's own date, created).
+# background's colour or under 1 pt hidden, PPTX charts and SmartArt, XLSX comments;
+# 5: the document's own date (created); headings: PDF outline or font sizes, HTML and EPUB h1-h6,
+# Markdown, DOCX outline levels, ODT text:h, slide titles, sheet names).
 PARSER_VERSION = 5
 
 SUFFIXES = {

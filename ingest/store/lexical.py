@@ -40,6 +40,14 @@ Tokens. The same function tokenises chunks and queries:
 
 No stemming and no stop words: the corpus is multilingual, and BM25's IDF
 already gives frequent words little weight.
+
+What is tokenised for a chunk (``lexical_texts``) is its section context, the document's title
+and the headings above it, then its visible text: a query that names a chapter or a page's title
+finds the chunks under it. Everything that counts a chunk's tokens (the build, a masked
+document's share of the mean length, fsck's rebuild) reads it through ``lexical_texts``, from
+the stored chunk rows, so the statistics never drift. The context came with the chunks' title
+and headings columns (format version 8), which a reader of an older index refuses and a build
+rebuilds in full: the tokens of one stored row never change, so ``TOKENIZER_VERSION`` stays.
 """
 
 from __future__ import annotations
@@ -62,13 +70,15 @@ import pyarrow.compute  # noqa: F401 - pa.compute
 import pyarrow.parquet as pq
 import regex
 
-from ingest.text import HiddenText, is_no_space_script
+from ingest.text import HiddenText, is_no_space_script, section_text
 from schemas.tables import LEXICAL, META_LEXICAL, hidden_run_records, with_metadata
 
 TOKENIZER_VERSION = 1  # bump when tokens would differ for the same text: the index must be rebuilt
 K1 = 1.5
 B = 0.75
 METHOD = "lucene"
+# The columns of chunks.parquet that ``lexical_texts`` reads: every caller selects these.
+LEXICAL_CHUNK_COLUMNS = ("doc_id", "start", "text", "n_hidden", "title", "headings")
 POSTINGS_BATCH = 1024  # chunks tokenised per step of the first pass
 RANGE_POSTINGS = 1 << 16  # postings weighed and written per step of the second (a row group, ~5 MB held)
 
@@ -140,10 +150,12 @@ def lexical_tokens(text: str) -> list[str]:
 
 
 def lexical_texts(chunks: Iterable[pa.RecordBatch], hidden_text: pa.Table) -> Iterator[str]:
-    """What each chunk gives the lexical index, in row order: its text, with the runs a reader
-    cannot see (``hidden_text`` rows) blanked, as they are left out of what it embeds.
+    """What each chunk gives the lexical index, in row order: its section context (the document's
+    title and the headings above it, ``ingest.text.sections.section_text``), then its text with
+    the runs a reader cannot see (``hidden_text`` rows) blanked, as they are left out of what it
+    embeds. A query naming a chapter finds the chunks under it, not only the heading's own chunk.
 
-    ``chunks``: batches with the columns doc_id, start, text and n_hidden of chunks.parquet.
+    ``chunks``: batches with the columns ``LEXICAL_CHUNK_COLUMNS`` of chunks.parquet.
     """
     runs_by_doc: dict[str, HiddenText] = {}
     if hidden_text.num_rows:
@@ -153,9 +165,11 @@ def lexical_texts(chunks: Iterable[pa.RecordBatch], hidden_text: pa.Table) -> It
             runs_by_doc[doc_id] = HiddenText(hidden_run_records(rows))
     for batch in chunks:
         columns = batch.to_pydict()
-        for doc_id, start, text, n_hidden in zip(columns["doc_id"], columns["start"], columns["text"], columns["n_hidden"]):
+        for doc_id, start, text, n_hidden, title, headings in zip(*(columns[c] for c in LEXICAL_CHUNK_COLUMNS)):
             hidden = runs_by_doc.get(doc_id) if n_hidden else None
-            yield hidden.visible_in(text, start) if hidden else text
+            visible = hidden.visible_in(text, start) if hidden else text
+            context = section_text(title, headings or ())
+            yield f"{context}\n{visible}" if context else visible
 
 
 def lexical_table(texts: Iterable[str], vector_ids: np.ndarray | list[int] | None = None) -> pa.Table:

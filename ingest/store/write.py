@@ -23,7 +23,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from ingest.store.lexical import POSTINGS_BATCH, TOKENIZER_VERSION, lexical_texts, write_lexical
+from ingest.store.lexical import LEXICAL_CHUNK_COLUMNS, POSTINGS_BATCH, TOKENIZER_VERSION, lexical_texts, write_lexical
 from ingest.store.publish import fsync_dir, fsync_file
 from schemas.layout import DELETED_FILE, LEXICAL_FILE, MANIFEST, SEGMENT_FILES, SEGMENT_MANIFEST, TABLE_FILES, VECTORS_FILE
 from schemas.manifest import manifest_to_json, segment_to_json
@@ -206,7 +206,7 @@ class SegmentWriter:
 
         def batches():
             # In batches of a lexical step, not Arrow's 65,536 rows: each becomes Python strings.
-            for batch in chunks.iter_batches(batch_size=POSTINGS_BATCH, columns=["doc_id", "start", "text", "n_hidden", "vector_id"]):
+            for batch in chunks.iter_batches(batch_size=POSTINGS_BATCH, columns=[*LEXICAL_CHUNK_COLUMNS, "vector_id"]):
                 ids.append(batch.column("vector_id").to_numpy().astype(np.int64))
                 yield batch
 

@@ -3,7 +3,8 @@
 Takes a ``ParsedDocument``'s text and hidden runs and the model's tokenizer; gives chunks whose
 offsets index the unnormalised text exactly (``chunker``), the strings that are embedded and
 matched (``normalize``, each with its map back to the text) and the hidden-text queries both
-need (``hidden``). The reader imports these too: it must normalise as the writer did.
+need (``hidden``), and each chunk's section context: the document's title and the headings above
+it (``sections``). The reader imports these too: it must normalise as the writer did.
 """
 
 import lazy_loader
@@ -11,6 +12,7 @@ import lazy_loader
 __getattr__, __dir__, __all__ = lazy_loader.attach(__name__, submod_attrs={
     "chunker": ["chunk_spans", "embed_text", "make_chunks"],
     "hidden": ["HiddenText"],
+    "sections": ["SectionPaths", "document_title", "section_text"],
     "normalize": ["NORMALIZER_VERSION", "NormalizedText", "is_no_space_script", "normalize",
                   "normalize_with_map"],
 })

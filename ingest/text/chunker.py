@@ -16,6 +16,7 @@ identical, so their embeddings and citations survive a reindex.
 from __future__ import annotations
 
 import bisect
+import dataclasses
 import functools
 import hashlib
 import itertools
@@ -30,6 +31,7 @@ import numpy as np
 
 from ingest.text.hidden import HiddenText
 from ingest.text.normalize import CONTROLS, Join, SliceNormalizer, changing_set, normalize, normalize_each
+from ingest.text.sections import SectionPaths, document_title
 from schemas.errors import ChunkerError
 from schemas.records import Chunk, ChunkerSettings, HiddenRun, ParsedDocument
 
@@ -732,11 +734,15 @@ def _gap_contents(bmp: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> tuple[np.n
 
 
 def make_chunks(doc: ParsedDocument, spans: list[ChunkSpan], first_vector_id: int = 0) -> list[Chunk]:
-    """Chunk records of one document, with pages where the document has them."""
+    """Chunk records of one document, with pages where the document has them, its title, and
+    the headings each chunk starts under (``ingest.text.sections``)."""
     pages = doc.pages or doc.office_pages  # PDF pages, or PPTX slides and XLSX sheets
     page_starts = [p.start for p in pages]
     doc_version = doc.doc_version
     hidden = HiddenText(doc.hidden_runs)
+    if doc.headings and doc.hidden_runs:  # a heading a reader cannot see (a browser's verdict, too) heads nothing
+        doc = dataclasses.replace(doc, headings=tuple(h for h in doc.headings if not hidden.count(h.start, h.start + 1)))
+    title, sections = document_title(doc), SectionPaths(doc.headings)
     chunks = []
     for seq, span in enumerate(spans):
         text = doc.text[span.start : span.end]
@@ -761,6 +767,8 @@ def make_chunks(doc: ParsedDocument, spans: list[ChunkSpan], first_vector_id: in
                 vector_id=first_vector_id + seq,
                 embed_sha256=sha256_text(span.embed_text),
                 n_hidden=hidden.count(span.start, span.end),
+                title=title,
+                headings=sections.at(span.start),
             )
         )
     return chunks

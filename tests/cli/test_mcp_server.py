@@ -73,6 +73,7 @@ def test_an_agent_searches_cites_and_checks_itself(sample_index):
     assert [h["chunk_id"] for h in hits] == [h.chunk_id for h in expected]
     for hit, want in zip(hits, expected):
         assert hit["text"] == want.text == idx.doc_text(want.doc_version)[hit["start"] : hit["end"]]
+        assert hit["headings"] == list(want.headings) and hit["title"] == (want.title or want.doc_id)
         if hit["page_start"] is not None:
             assert hit["locator"] == f"#page={hit['page_start']}"
     records = checked.structured_content["records"]

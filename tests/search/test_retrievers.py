@@ -11,6 +11,7 @@ import pytest
 
 import index
 from index.cli import main
+from index.integrations import HEADINGS_JOINER
 
 pytestmark = pytest.mark.slow
 
@@ -35,6 +36,8 @@ def _assert_same_place(idx, metadata: dict, text: str, expected: dict) -> None:
     for key in ("chunk_id", "doc_id", "doc_version", "start", "end", "page_start", "page_end", "rank"):
         assert metadata[key] == expected[key], key
     assert text == expected["text"] == idx.doc_text(metadata["doc_version"])[metadata["start"] : metadata["end"]]
+    assert metadata["headings"] == HEADINGS_JOINER.join(expected["headings"])  # the section, flat
+    assert metadata["title"] == (expected["title"] or expected["doc_id"])
     if metadata["page_start"] is not None:
         assert metadata["locator"] == f"#page={metadata['page_start']}"
     if metadata["doc_id"].endswith(".html"):

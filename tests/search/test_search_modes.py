@@ -20,7 +20,7 @@ import index
 from index.cli import main
 from index.fsck import fsck
 from ingest.build import BuildSettings, build_index
-from ingest.store.lexical import lexical_metadata, lexical_table, lexical_texts, lexical_tokens
+from ingest.store.lexical import LEXICAL_CHUNK_COLUMNS, lexical_metadata, lexical_table, lexical_texts, lexical_tokens
 from schemas.errors import ModelError, SpanindexError
 from schemas.layout import LEXICAL_FILE, SEGMENT_MANIFEST
 from schemas.records import SearchMode
@@ -102,7 +102,7 @@ def test_the_lexical_table_is_the_bm25_table_of_the_generations_chunks(sample_in
     idx = _open(sample_index_test_model)
     [segment] = idx.generation.segments
     stored = segment.lexical_table()
-    chunks = idx.generation.table("chunks", ["doc_id", "start", "text", "n_hidden"])
+    chunks = idx.generation.table("chunks", list(LEXICAL_CHUNK_COLUMNS))
     rebuilt = lexical_table(lexical_texts(chunks.to_batches(), idx.generation.table("hidden_text")))
     for column in ("token", "vector_ids", "counts", "lengths"):
         assert stored.column(column).to_pylist() == rebuilt.column(column).to_pylist()
@@ -171,7 +171,16 @@ def test_the_command_line_searches_in_each_mode(sample_index_test_model, mode):
     code, out = _cli("search", sample_index_test_model, query, "-k", 4, "--mode", mode, "--json")
     assert code == 0
     expected = _open(sample_index_test_model).search(query, k=4, mode=mode)
-    assert json.loads(out) == [dataclasses.asdict(h) for h in expected]
+    assert json.loads(out) == json.loads(json.dumps([dataclasses.asdict(h) for h in expected]))  # headings: a list
+
+
+def test_the_command_line_shows_the_section_each_hit_lies_in(sample_index_test_model):
+    code, out = _cli("search", sample_index_test_model, "Plans at a glance overage", "-k", 3, "--mode", "lexical")
+    hits = _open(sample_index_test_model).search("Plans at a glance overage", k=3, mode="lexical")
+    assert code == 0 and any(h.headings for h in hits)
+    for hit in hits:
+        section = " > ".join(" ".join(line.split()) for line in (hit.title, *hit.headings) if line.strip())
+        assert (f"   in: {section[:200]}\n" in out) == bool(section)
 
 
 def test_the_command_line_refuses_an_unknown_mode(sample_index_test_model, capsys):

@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 from index.search.fusion import fuse
 from index.search.lexical import LexicalIndex
 from ingest.store import lexical as lexical_module
-from ingest.store.lexical import bm25_weights, lexical_metadata, lexical_table, lexical_texts, lexical_tokens, write_lexical
+from ingest.store.lexical import LEXICAL_CHUNK_COLUMNS, bm25_weights, lexical_metadata, lexical_table, lexical_texts, lexical_tokens, write_lexical
 from schemas.tables import META_LEXICAL
 from schemas.errors import IndexFormatError
 from schemas.records import SearchHit
@@ -79,7 +79,7 @@ def reference_top(table: pa.Table, query: str, k: int) -> tuple[np.ndarray, np.n
 
 def generation_texts(idx) -> list[str]:
     """What each chunk of the live generation gave its lexical index, by vector_id."""
-    chunks = idx.generation.table("chunks", ["doc_id", "start", "text", "n_hidden"])
+    chunks = idx.generation.table("chunks", list(LEXICAL_CHUNK_COLUMNS))
     return list(lexical_texts(chunks.to_batches(), idx.generation.table("hidden_text")))
 
 
@@ -277,3 +277,26 @@ def test_lexical_search_ranks_chunks_as_bm25s_table_does(built):
         assert ids.tolist() == expected_ids.tolist() and np.array_equal(scores, expected_scores), question
         found += ids.size > 0
     assert found > len(questions) / 2
+
+
+def test_a_chunk_is_found_by_the_title_and_headings_above_it(tokenizer):
+    """The lexical text of a chunk is its section context, then its text: a query naming the
+    section finds the chunks under it, though their own text never says it."""
+    from index.search.lexical import LexicalIndex
+    from ingest.formats.text import parse_text
+    from ingest.text.chunker import chunk_spans, make_chunks
+    from schemas.records import ChunkerSettings, MediaType
+    from schemas.tables import HIDDEN_TEXT, chunks_table
+
+    body = "The window is fourteen days from delivery, counted in calendar days. " * 12
+    source = f"# Northwind handbook\n\n## Refunds\n\n{body}\n\n## Shipping\n\n{body}\n"
+    doc = parse_text(source.encode(), "handbook.md", MediaType.MARKDOWN)
+    chunks = make_chunks(doc, chunk_spans(doc.text, tokenizer, ChunkerSettings(max_tokens=64, overlap=8)))
+    texts = list(lexical_texts(chunks_table(chunks).to_batches(), HIDDEN_TEXT.empty_table()))
+    for chunk, text in zip(chunks, texts):
+        assert text.endswith(chunk.text) and text.startswith("Northwind handbook")
+    later = [c for c in chunks if c.start > doc.text.index("## Shipping")]
+    assert later and all(c.headings == ("Northwind handbook", "Shipping") and "Shipping" not in c.text for c in later)
+    lexical = LexicalIndex.of_table(lexical_table(texts), "test")
+    assert {c.vector_id for c in later} <= set(lexical.top("shipping", len(chunks))[0].tolist())
+    assert not {c.vector_id for c in later} & set(lexical.top("refunds", len(chunks))[0].tolist())

@@ -78,6 +78,9 @@ def test_search_api_returns_hits_whose_text_is_the_exact_span(client, idx):
     assert [h["rank"] for h in body["hits"]] == [1, 2, 3]
     for hit in body["hits"]:
         assert hit["text"] == idx.doc_text(hit["doc_version"])[hit["start"] : hit["end"]]
+        chunk = idx.chunk(hit["chunk_id"])
+        assert (hit["title"], hit["headings"]) == (chunk.title, list(chunk.headings))  # the section it lies in
+    assert any(hit["headings"] for hit in body["hits"])
 
 
 @pytest.mark.hostile("GET /api/search: an empty or missing query, k of 0 or 1000", "HTTP 4xx: 422")

@@ -19,6 +19,7 @@ from collections import Counter
 from html import unescape
 
 from ingest.formats.encoding import decode_source
+from ingest.formats.headings import headings_in
 from ingest.formats.html.meta import canonical_url, published_date
 from ingest.formats.html.tags import (
     BREAKOUT,
@@ -89,8 +90,10 @@ def parse_html_text(
     """
     builder = _TreeBuilder(decoded_source)
     builder.run()
+    builder.close_headings()
     text, runs = builder.out.result()
     return ParsedDocument(
+        headings=headings_in(text, builder.headings),
         hidden_runs=hidden_runs(text, builder.out.hidden),
         doc_id=doc_id,
         media_type=MediaType.HTML,
@@ -112,6 +115,8 @@ class _TreeBuilder:
         self.tokens = Tokenizer(source)
         self.title = ""
         self.has_title = False
+        self.open_headings: list[list] = []  # the h1-h6 elements open, each [entry, text length at its start]
+        self.headings: list[tuple[int, int, int]] = []  # (start, end, level) in the text, of visible headings
         # Open elements: [name, hidden, preformatted, foreign, separator, cells, style, reason]
         # (style: what its inline styles pass on; reason: why the text in it is hidden, or None)
         self.stack: list[list] = []
@@ -465,11 +470,23 @@ class _TreeBuilder:
         entry = [name, hidden, pre, foreign, sep, 0, style, reason]
         self.out.reason = reason
         self.stack.append(entry)
+        if name in HEADINGS and not foreign:
+            self.open_headings.append([entry, self.out.length])
         self.open_names[name] += 1
         self.hidden += hidden
         self.pre += pre
         self.foreign += foreign
         return entry
+
+    def _close_heading(self) -> None:
+        entry, start = self.open_headings.pop()
+        if not self.hidden and entry[7] is None:  # a heading a reader sees (text hidden by CSS is no heading)
+            self.headings.append((start, self.out.length, int(entry[0][1])))
+
+    def close_headings(self) -> None:
+        """The headings still open where the source ends (``<h1>Title`` and nothing after)."""
+        while self.open_headings:
+            self._close_heading()
 
     def _pop(self, at: int) -> list:
         return self._remove(len(self.stack) - 1, at)
@@ -477,6 +494,8 @@ class _TreeBuilder:
     def _remove(self, index: int, at: int) -> list:
         entry = self.stack.pop(index)
         name, hidden, pre, foreign, sep = entry[:5]
+        if self.open_headings and self.open_headings[-1][0] is entry:
+            self._close_heading()
         if sep and not self.hidden:
             self.out.separator(sep, at)
         self.out.reason = self.stack[-1][7] if self.stack else None

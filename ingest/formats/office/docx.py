@@ -7,10 +7,11 @@ Fallback), text boxes are read where they are anchored, and list labels are synt
 
 from __future__ import annotations
 
+from ingest.formats.headings import headings_in
 from ingest.formats.office.builder import TextBuilder
 from ingest.formats.office.numbering import Numbering
 from ingest.formats.office.package import OfficePackage, within_depth
-from ingest.formats.office.styles import WHITE, Styles, page_colour_of, shading
+from ingest.formats.office.styles import WHITE, Styles, outline_level, page_colour_of, shading
 from ingest.formats.office.xml_positions import Element, Piece
 from schemas.errors import CorruptDocumentError
 from schemas.records import MediaType, ParsedDocument, RunKind
@@ -54,7 +55,8 @@ def parse_docx(source: bytes, doc_id: str) -> ParsedDocument:
     numbering = Numbering.read(package.xml(targets["numbering"])[0] if "numbering" in targets else None)
     page_colour = page_colour_of(root)
     builder = TextBuilder()
-    _Walker(builder, main, styles, numbering, page_colour).blocks(body)
+    headings: list[tuple[int, int, int]] = []  # the body's heading paragraphs: (start, end, level)
+    _Walker(builder, main, styles, numbering, page_colour, headings).blocks(body)
     for title, rel_type in _SECTIONS:
         by_id = {rel.rel_id: rel.target for rel in rels if rel.rel_type == rel_type and package.has(rel.target)}
         referenced = [r.attrs.get("r:id", "") for r in root.iter(f"w:{rel_type}Reference")]
@@ -71,7 +73,8 @@ def parse_docx(source: bytes, doc_id: str) -> ParsedDocument:
     built = builder.result()
     return ParsedDocument(doc_id=doc_id, media_type=MediaType.DOCX, text=built.text, title=package.title(),
                           created=package.created(),
-                          office_runs=built.runs, hidden_runs=built.hidden_runs)
+                          office_runs=built.runs, hidden_runs=built.hidden_runs,
+                          headings=headings_in(built.text, headings, built.hidden_runs))
 
 
 def _notes(builder: TextBuilder, part: str, root: Element, note_name: str, styles: Styles,
@@ -96,8 +99,9 @@ class _Walker:
     """Writes one part's block and inline content (body, header, note, cell, text box)."""
 
     def __init__(self, builder: TextBuilder, part: str, styles: Styles, numbering: Numbering,
-                 page_colour: str = WHITE) -> None:
+                 page_colour: str = WHITE, headings: list[tuple[int, int, int]] | None = None) -> None:
         self.builder, self.part, self.styles, self.numbering = builder, part, styles, numbering
+        self.headings = headings  # where heading paragraphs go (the body's walker only)
         self.backgrounds = [page_colour]  # the page's colour, then each enclosing cell's and paragraph's shading
         self.cell_depth = 0
         self.fields: list[bool] = []  # per open complex field: True while in its instruction
@@ -135,9 +139,15 @@ class _Walker:
         self.backgrounds.append(shading(properties) or self.backgrounds[-1])
         numbered = _num_pr(properties.child("w:numPr") if properties is not None else None)
         numbered = numbered or self.styles.numbering(self.paragraph_style)
+        start = self.builder.length
         if numbered is not None and numbered[0] != "0" and not self.in_instruction:
             self.builder.synthetic(self.numbering.label(*numbered))
         self.blocks(paragraph)
+        if self.headings is not None and self.cell_depth == 0:
+            level = outline_level(properties)
+            level = self.styles.outline_level(self.paragraph_style) if level is None else level
+            if level is not None and 0 <= level < 9:
+                self.headings.append((start, self.builder.length, level + 1))
         self.paragraph_style = outer_style
         self.backgrounds.pop()
         self.builder.separate(separator)

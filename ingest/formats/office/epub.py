@@ -29,6 +29,7 @@ missing from the zip is left out with a warning; a chapter that ``META-INF/encry
 
 from __future__ import annotations
 
+import dataclasses
 import posixpath
 import re
 from html import unescape
@@ -43,7 +44,7 @@ from ingest.formats.office.package import OfficePackage, within_depth
 from ingest.formats.office.readback import reads_back
 from ingest.formats.office.xml_positions import Element, parse_xml
 from schemas.errors import CorruptDocumentError, EncryptedDocumentError
-from schemas.records import RUN_KINDS, HiddenRun, MediaType, OfficePage, ParsedDocument, RunKind
+from schemas.records import RUN_KINDS, Heading, HiddenRun, MediaType, OfficePage, ParsedDocument, RunKind
 
 CONTAINER = "META-INF/container.xml"
 ENCRYPTION = "META-INF/encryption.xml"
@@ -75,13 +76,15 @@ def parse_epub(source: bytes, doc_id: str) -> ParsedDocument:
     builder = TextBuilder()
     pages: list[OfficePage] = []
     hidden: list[HiddenRun] = []
+    headings: list[Heading] = []  # each chapter's h1-h6, as the HTML parser finds them
     unmapped = 0
     for part in chapters:
         if part.lower() in encrypted:
             raise EncryptedDocumentError(f"the EPUB is encrypted (DRM): {part} cannot be read", doc_id=doc_id)
         number = len(pages) + 1
-        start, chapter_hidden, chapter_unmapped = _chapter(builder, package, part, doc_id, number)
+        start, chapter_hidden, chapter_unmapped, chapter_headings = _chapter(builder, package, part, doc_id, number)
         hidden += chapter_hidden
+        headings += chapter_headings
         unmapped += chapter_unmapped
         pages.append(OfficePage(number, start, builder.length, part))
     if unmapped:
@@ -91,12 +94,13 @@ def parse_epub(source: bytes, doc_id: str) -> ParsedDocument:
     return ParsedDocument(doc_id=doc_id, media_type=MediaType.EPUB, text=built.text,
                           title=" ".join(title.text().split()) if title is not None else "",
                           office_runs=built.runs, hidden_runs=tuple(hidden), office_pages=tuple(pages),
-                          warnings=tuple(warnings))
+                          warnings=tuple(warnings), headings=tuple(headings))
 
 
 def _chapter(builder: TextBuilder, package: OfficePackage, part: str, doc_id: str,
-             number: int) -> tuple[int, list[HiddenRun], int]:
-    """Write one chapter; where it starts, its hidden runs and its characters left without a source."""
+             number: int) -> tuple[int, list[HiddenRun], int, list[Heading]]:
+    """Write one chapter; where it starts, its hidden runs, its characters left without a source
+    and its headings."""
     try:
         source = package.read(part).decode("utf-8")
     except UnicodeDecodeError as exc:
@@ -105,7 +109,7 @@ def _chapter(builder: TextBuilder, package: OfficePackage, part: str, doc_id: st
     skip = 1 if source.startswith("\ufeff") else 0  # the BOM: runs index past it
     chapter = parse_html_text(xhtml_empty_elements(source[skip:]), doc_id)
     if not chapter.text:
-        return builder.length, [], 0
+        return builder.length, [], 0, []
     builder.separate("\n\n")
     builder.flush()
     start = builder.length
@@ -127,7 +131,7 @@ def _chapter(builder: TextBuilder, package: OfficePackage, part: str, doc_id: st
             unmapped += len(piece)
     assert builder.length - start == len(text), part  # nothing is written between a chapter's runs
     hidden = [HiddenRun(h.start + start, h.end + start, h.reason) for h in chapter.hidden_runs]
-    return start, hidden, unmapped
+    return start, hidden, unmapped, [dataclasses.replace(h, start=h.start + start) for h in chapter.headings]
 
 
 def xhtml_empty_elements(source: str) -> str:

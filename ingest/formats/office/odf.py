@@ -38,6 +38,7 @@ from __future__ import annotations
 
 import re
 
+from ingest.formats.headings import headings_in
 from ingest.formats.office.builder import TextBuilder
 from ingest.formats.office.numbering import SYMBOL_BULLETS
 from ingest.formats.office.numbering import format_number
@@ -79,6 +80,7 @@ def parse_odt(source: bytes, doc_id: str) -> ParsedDocument:
     common = styles.child("styles") if styles is not None else None
     builder, notes, comments = TextBuilder(), [], []
     walker = OdfWalker(builder, CONTENT, OdfStyles(content.child("automatic-styles"), common), notes, comments, True)
+    walker.headings = []  # the body's text:h, (start, end, outline level)
     walker.blocks(office_body(content, "text", doc_id))
     masters = styles.child("master-styles") if styles is not None else None
     header_styles = OdfStyles(styles.child("automatic-styles"), common) if styles is not None else OdfStyles()
@@ -98,7 +100,8 @@ def parse_odt(source: bytes, doc_id: str) -> ParsedDocument:
         labelled(builder, comments)
     built = builder.result()
     return ParsedDocument(doc_id=doc_id, media_type=MediaType.ODT, text=built.text, title=document_title(package),
-                          office_runs=built.runs, hidden_runs=built.hidden_runs)
+                          office_runs=built.runs, hidden_runs=built.hidden_runs,
+                          headings=headings_in(built.text, walker.headings, built.hidden_runs))
 
 
 @within_depth
@@ -277,6 +280,7 @@ class OdfWalker:
         self.hidden_sections = 0
         self.space_before = True  # the paragraph so far ends in white space (or has no text yet)
         self.label: str | Element = ""  # the label of the list item whose first paragraph comes next
+        self.headings: list[tuple[int, int, int]] | None = None  # where text:h goes: (start, end, level)
 
     def blocks(self, container: Element) -> None:
         for child in container.elements():
@@ -339,6 +343,7 @@ class OdfWalker:
         outer, self.space_before = self.space_before, True
         label, self.label = self.label, ""
         self.paragraph_depth += 1
+        start = self.builder.length
         with self.builder.hidden(_HIDDEN if hidden else None):
             if isinstance(label, Element):
                 self.node(label)
@@ -346,6 +351,9 @@ class OdfWalker:
                 self.builder.synthetic(label)
             self.inline(paragraph)
         self.paragraph_depth -= 1
+        if paragraph.name == "h" and self.headings is not None and self.cell_depth == 0:
+            level = paragraph.attrs.get("outline-level", "1")
+            self.headings.append((start, self.builder.length, int(level) if level.isdigit() else 1))
         self.space_before = outer
         self.builder.separate(separator)
 

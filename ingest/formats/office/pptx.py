@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import math
 
+from ingest.formats.headings import headings_in
 from ingest.formats.office.builder import BuiltText, TextBuilder
 from ingest.formats.office.geometry import (
     EMU_PER_POINT, IDENTITY, Affine, Placeholder, Xfrm, clip, compose, frame, group_transform, match_placeholder,
@@ -69,6 +70,7 @@ def parse_pptx(source: bytes, doc_id: str) -> ParsedDocument:
     pages = []
     drawn: list[tuple[int, int, int, Box]] = []
     layouts = _LayoutPlaceholders(package)
+    titles: list[tuple[int, int, int]] = []  # each slide's title placeholders: its headings (level 1)
     for number, part in enumerate(slides, 1):
         if not part or not package.has(part):
             raise CorruptDocumentError(f"slide {number} names a missing part", doc_id=doc_id, page=number)
@@ -81,7 +83,7 @@ def parse_pptx(source: bytes, doc_id: str) -> ParsedDocument:
         relationships = package.relationships(part)
         with builder.hidden(HiddenReason.HIDDEN_SLIDE if hidden else None):
             reader = _SlideReader(builder, package, part, number, relationships, layouts, drawn,
-                                  solid_rgb(slide.find("p:cSld", "p:bg", "p:bgPr")))
+                                  solid_rgb(slide.find("p:cSld", "p:bg", "p:bgPr")), titles)
             reader.shapes(slide.find("p:cSld", "p:spTree"), IDENTITY)
             notes = next((r.target for r in relationships if r.rel_type == "notesSlide"
                           and r.target and package.has(r.target)), None)
@@ -94,7 +96,8 @@ def parse_pptx(source: bytes, doc_id: str) -> ParsedDocument:
     return ParsedDocument(doc_id=doc_id, media_type=MediaType.PPTX, text=built.text, title=package.title(),
                           created=package.created(),
                           office_runs=built.runs, hidden_runs=built.hidden_runs, office_pages=tuple(pages),
-                          office_shapes=_office_shapes(built, drawn, _slide_size(root)))
+                          office_shapes=_office_shapes(built, drawn, _slide_size(root)),
+                          headings=headings_in(built.text, titles, built.hidden_runs))
 
 
 class _SlideReader:
@@ -102,13 +105,15 @@ class _SlideReader:
 
     def __init__(self, builder: TextBuilder, package: OfficePackage, part: str, page: int,
                  relationships: list[Relationship], layouts: _LayoutPlaceholders,
-                 drawn: list[tuple[int, int, int, Box]], background: str | None = None) -> None:
+                 drawn: list[tuple[int, int, int, Box]], background: str | None = None,
+                 titles: list[tuple[int, int, int]] | None = None) -> None:
         self.builder, self.package, self.part, self.page = builder, package, part, page
         self.background = background  # the slide's own background colour, where it sets one
         self.targets = {rel.rel_id: rel.target for rel in relationships if rel.target and package.has(rel.target)}
         self.layout = next((rel.target for rel in relationships if rel.rel_type == "slideLayout"
                             and rel.target and package.has(rel.target)), None)
         self.layouts, self.drawn = layouts, drawn
+        self.titles = titles if titles is not None else []  # (start, end, 1) of the slide's title placeholders
 
     def shapes(self, tree: Element | None, to_slide: Affine) -> None:
         if tree is None:
@@ -126,6 +131,9 @@ class _SlideReader:
                                background=solid_rgb(shape.child("p:spPr")) or self.background)
                 elif shape.name == "p:graphicFrame":
                     self._graphic(shape.find("a:graphic", "a:graphicData"))
+                placeholder = _placeholder(shape) if shape.name == "p:sp" else None
+                if placeholder is not None and placeholder.attrs.get("type") in _TITLES:
+                    self.titles.append((start, builder.length, 1))
                 box = self._frame(shape, to_slide) if builder.length > start else None
                 if box is not None:
                     self.drawn.append((start, builder.length, self.page, box))

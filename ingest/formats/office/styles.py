@@ -13,6 +13,7 @@ Verdicts, in this order: ``w:vanish``/``w:specVanish`` (hidden formatting); a si
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, fields
 
 from ingest.formats.office.xml_positions import Element
@@ -130,6 +131,11 @@ class _Style:
     based_on: str | None
     look: Look
     numbering: tuple[str, int] | None
+    outline_level: int | None = None  # 0-based (w:outlineLvl; 9 is body text), or None where unset
+    name: str = ""
+
+
+_HEADING_NAME = re.compile(r"heading\s*([1-9])", re.I)
 
 
 class Styles:
@@ -144,9 +150,11 @@ class Styles:
         styles = {}
         for style in root.children_named("w:style") if root is not None else ():
             based_on = style.child("w:basedOn")
+            name = style.child("w:name")
             styles[style.attrs.get("w:styleId", "")] = _Style(
                 based_on.attrs.get("w:val") if based_on is not None else None,
-                read_look(style.child("w:rPr")), num_pr(style.find("w:pPr", "w:numPr")))
+                read_look(style.child("w:rPr")), num_pr(style.find("w:pPr", "w:numPr")),
+                outline_level(style.child("w:pPr")), name.attrs.get("w:val", "") if name is not None else "")
         defaults = root.find("w:docDefaults", "w:rPrDefault", "w:rPr") if root is not None else None
         return cls(styles, read_look(defaults))
 
@@ -172,3 +180,20 @@ class Styles:
 
     def numbering(self, style_id: str | None) -> tuple[str, int] | None:
         return next((s.numbering for s in self._chain(style_id) if s.numbering is not None), None)
+
+    def outline_level(self, style_id: str | None) -> int | None:
+        """The 0-based outline level a paragraph style gives (its own or along ``w:basedOn``; a
+        built-in "heading N" style that sets none gives N - 1); None for body text."""
+        for style in self._chain(style_id):
+            if style.outline_level is not None:
+                return style.outline_level if style.outline_level < 9 else None
+            named = _HEADING_NAME.fullmatch(style.name.strip())
+            if named:
+                return int(named.group(1)) - 1
+        return None
+
+
+def outline_level(properties: Element | None) -> int | None:
+    """The ``w:outlineLvl`` a ``w:pPr`` sets (0-based; 9 is body text), or None."""
+    level = properties.child("w:outlineLvl") if properties is not None else None
+    return _int(level.attrs.get("w:val")) if level is not None else None

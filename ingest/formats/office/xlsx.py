@@ -19,6 +19,7 @@ from __future__ import annotations
 import math
 import re
 
+from ingest.formats.headings import headings_in
 from ingest.formats.office.builder import TextBuilder
 from ingest.formats.office.numbers import BUILTIN, format_value
 from ingest.formats.office.package import OfficePackage, within_depth
@@ -75,7 +76,10 @@ def parse_xlsx(source: bytes, doc_id: str) -> ParsedDocument:
     return ParsedDocument(doc_id=doc_id, media_type=MediaType.XLSX, text=built.text, title=package.title(),
                           created=package.created(),
                           office_runs=built.runs, hidden_runs=built.hidden_runs, office_pages=tuple(pages),
-                          office_cells=tuple(context.cells))
+                          office_cells=tuple(context.cells),
+                          # each sheet's title line (its name) heads it
+                          headings=headings_in(built.text, [(p.start, p.start + len(p.name), 1) for p in pages],
+                                               built.hidden_runs))
 
 
 class _Context:

@@ -28,6 +28,7 @@ class PageText:
     hidden: list[HiddenRun] = field(default_factory=list)  # sorted, page-relative
     n_dropped: int = 0  # glyphs left out: outside the crop box or the clip path
     confidences: list[np.ndarray] | None = None  # OCR: per run, each character's word confidence
+    lines: list[tuple[int, int, float]] = field(default_factory=list)  # [start, end) and font size of each line
 
 
 EMPTY_PAGE = PageText("", [], False)

@@ -39,6 +39,7 @@ import numpy as np
 import pymupdf
 
 from ingest.formats.dates import iso_date
+from ingest.formats.pdf.headings import pdf_headings
 from ingest.formats.pdf.passwords import PasswordLine
 from ingest.formats.pdf.ocr import OcrSettings, read_pages
 from ingest.formats.pdf.page import BLOCK_SEPARATOR, EMPTY_PAGE, LINE_SEPARATOR, PAGE_SEPARATOR, PageText, to_displayed
@@ -266,6 +267,7 @@ def _parse_open_document(doc: pymupdf.Document, doc_id: str, ocr: OcrSettings) -
     replaced: list[int] = []
     unmapped: dict[int, int] = {}
     dropped: dict[int, int] = {}
+    lines: list[tuple[int, int, float]] = []  # every line of a text layer: [start, end) and font size
     offset = 0
     for number, (width, height, rotation, label), text in zip(range(1, n_pages + 1), sizes, read.pages):
         by_ocr = number in read.read
@@ -278,6 +280,7 @@ def _parse_open_document(doc: pymupdf.Document, doc_id: str, ocr: OcrSettings) -
             for (start, stop, boxes), confidence in zip(text.runs, confidences)
         )
         hidden.extend(HiddenRun(offset + r.start, offset + r.end, r.reason) for r in text.hidden)
+        lines.extend((offset + start, offset + stop, size) for start, stop, size in text.lines)
         page_texts.append(text.text)
         if not text.has_text:
             no_text_layer.append(number)
@@ -311,10 +314,12 @@ def _parse_open_document(doc: pymupdf.Document, doc_id: str, ocr: OcrSettings) -
     if hidden:
         warnings.append(_hidden_summary(hidden, pages))
     title = metadata.get("title") or ""
+    doc_text = PAGE_SEPARATOR.join(page_texts)
     return ParsedDocument(
         doc_id=doc_id,
         media_type=MediaType.PDF,
-        text=PAGE_SEPARATOR.join(page_texts),
+        text=doc_text,
+        headings=pdf_headings(doc, doc_text, pages, lines, hidden),
         title=_SURROGATES.sub(_REPLACEMENT, title).strip(),
         created=iso_date(metadata.get("creationDate")),
         pages=tuple(pages),
@@ -354,6 +359,7 @@ def _extract_page(page: pymupdf.Page) -> PageText:
     spans: list[dict] = []  # in the order their characters are in `chars`
     line_ends: list[int] = []
     line_blocks: list[int] = []
+    line_sizes: list[float] = []  # the size most of a line's characters have
     column = _Column()
     for block_number, block in enumerate(raw["blocks"]):
         if block["type"] != 0:
@@ -372,6 +378,9 @@ def _extract_page(page: pymupdf.Page) -> PageText:
             else:
                 line_ends.append(len(chars))
                 line_blocks.append(line_blocks[-1] if same_block else block_number)
+                # a line not written left to right (a rotated margin stamp, vertical text) is never a heading
+                horizontal = abs(line["dir"][1]) < 0.1
+                line_sizes.append(max(line["spans"], key=lambda span: len(span["chars"]))["size"] if horizontal else 0.0)
     if not chars:
         return dataclasses.replace(EMPTY_PAGE, n_dropped=_dropped_glyphs(page, ""))
 
@@ -390,6 +399,7 @@ def _extract_page(page: pymupdf.Page) -> PageText:
     np.clip(boxes[:, 1::2], 0.0, height, out=boxes[:, 1::2])
     ends = np.array(line_ends)
     blocks = np.array(line_blocks)
+    sizes = np.array(line_sizes)
 
     # Keep visible characters on lines that still hold a real one; drop everything else.
     real = visible & ~synthetic
@@ -405,6 +415,7 @@ def _extract_page(page: pymupdf.Page) -> PageText:
         real, boxes, line_of_char, codes = real[keep], boxes[keep], line_of_char[keep], codes[keep]
         line_lengths = np.bincount(line_of_char, minlength=len(ends))[keep_line]
         blocks = blocks[keep_line]
+        sizes = sizes[keep_line]
         line_of_char = np.repeat(np.arange(len(blocks)), line_lengths)
         ends = np.cumsum(line_lengths)
         starts = ends - line_lengths
@@ -447,7 +458,8 @@ def _extract_page(page: pymupdf.Page) -> PageText:
     n_unmapped = text.count(_REPLACEMENT) - n_replaced
     n_dropped = _dropped_glyphs(page, text)
     hidden = hidden_runs(codes, char_offset, text) if codes.any() else []
-    return PageText(text, runs, has_text, n_replaced, n_unmapped, hidden, n_dropped)
+    lines = list(zip((starts + shift).tolist(), (ends + shift).tolist(), sizes.tolist()))
+    return PageText(text, runs, has_text, n_replaced, n_unmapped, hidden, n_dropped, lines=lines)
 
 
 def _dropped_glyphs(page: pymupdf.Page, kept_text: str) -> int:
