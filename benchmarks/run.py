@@ -69,6 +69,10 @@ def main() -> None:
         from benchmarks.executors import bench_executors
 
         bench_executors(corpus, work, args.skip_model, report)
+        from benchmarks import ray_driver
+
+        print("== a Ray build's driver memory, by corpus size (segments written by actors)")
+        RESULTS["ray_driver"] = ray_driver.run([int(n) for n in os.environ.get("BENCH_RAY_COPIES", "1,8").split(",")])
     finally:
         shutil.rmtree(work, ignore_errors=True)
     Path(args.output).parent.mkdir(parents=True, exist_ok=True)
