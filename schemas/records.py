@@ -393,6 +393,7 @@ class DocumentRecord:
     warning: str = ""  # recovered problems (charset lie, pages without text)
     source_url: str = ""  # where the page lives on the web, as it says itself (HTML); "" unknown
     n_hidden_chars: int = 0  # characters of its text that a reader cannot see (HiddenRun)
+    language: str = ""  # the main language of its text, ISO 639-1 (ingest.text.language); "" undetermined
 
 
 @dataclass(frozen=True, slots=True)
@@ -414,6 +415,7 @@ class Chunk:
     vector_id: int
     embed_sha256: str  # hash of the normalised string that was embedded
     n_hidden: int = 0  # characters of the chunk a reader cannot see: left out of what is embedded
+    language: str = ""  # ISO 639-1 (ingest.text.language): its own where it is clear, else its document's
 
 
 @dataclass(frozen=True, slots=True)
@@ -493,6 +495,7 @@ class Manifest:
     html_layout: str = ""  # the browser that laid HTML pages out (html_boxes), "" where none did
     office_layout: str = ""  # the LibreOffice that rendered office documents (office_boxes), "" where none did
     lexical_tokenizer_version: int = 0  # of lexical.parquet; 0: the generation has none (built before it)
+    language_version: int = 0  # of the chunks' languages (ingest.text.language); 0: built before them
     segments: tuple[SegmentRef, ...] = ()  # oldest first; a document's live rows are in one of them
     next_vector_id: int = 0  # the base of the next segment written: vector ids are never reused
 

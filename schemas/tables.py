@@ -35,9 +35,10 @@ from schemas.records import (
     RunKind,
 )
 
-FORMAT_VERSION = 7  # 2: documents.source_url; 3: hidden_text, chunks.n_hidden, documents.n_hidden_chars;
+FORMAT_VERSION = 8  # 2: documents.source_url; 3: hidden_text, chunks.n_hidden, documents.n_hidden_chars;
 # 4: html_boxes, pdf_pages.ocr, pdf_chars.ocr_confidence; 5: office_map, office_pages, office_cells;
-# 6: office_boxes, office_render_pages, office_shapes; 7: segments, deleted, stable vector ids
+# 6: office_boxes, office_render_pages, office_shapes; 7: segments, deleted, stable vector ids;
+# 8: chunks.language, documents.language (ISO 639-1, "" undetermined)
 META_TABLE = b"spanindex.table"
 META_FORMAT = b"spanindex.format_version"
 META_MODEL = b"spanindex.model_id"
@@ -62,6 +63,7 @@ DOCUMENTS = pa.schema(
         ("warning", pa.string()),
         ("source_url", pa.string()),
         ("n_hidden_chars", pa.int64()),
+        ("language", pa.string()),
     ]
 )
 
@@ -82,6 +84,7 @@ CHUNKS = pa.schema(
         ("vector_id", pa.int64()),
         ("embed_sha256", pa.string()),
         ("n_hidden", pa.int32()),
+        ("language", pa.string()),
     ]
 )
 

@@ -223,7 +223,7 @@ def test_a_reader_opens_an_index_by_its_manifests_and_footers_and_reads_no_table
     assert idx.generation.whole_tables == () and idx.generation.row_groups_read <= 4
 
 
-@pytest.mark.hostile("an index written by an older spanindex (format 6, one generation of whole tables)",
+@pytest.mark.hostile("an index written by an older spanindex (format 7, without chunk languages)",
                      "CLI error: one line naming both formats and the command that rebuilds it; a build rebuilds it in full")
 def test_an_index_of_the_previous_format_is_refused_in_one_line_and_rebuilt_by_a_build(tmp_path):
     corpus = shutil.copytree(SAMPLE_CORPUS / "docs", tmp_path / "corpus")
@@ -232,9 +232,9 @@ def test_an_index_of_the_previous_format_is_refused_in_one_line_and_rebuilt_by_a
     paths = IndexPaths(idx_dir)
     manifest_path = paths.generation(read_current(paths)) / MANIFEST
     raw = json.loads(manifest_path.read_text())
-    raw["format_version"] = 6
+    raw["format_version"] = 7
     manifest_path.write_text(json.dumps(raw))
-    with pytest.raises(IndexFormatError, match=r"format version 6, this spanindex reads 7; run `spanindex build`"):
+    with pytest.raises(IndexFormatError, match=r"format version 7, this spanindex reads 8; run `spanindex build`"):
         index.open(idx_dir)
     report = _build(corpus, idx_dir)
     assert "rebuilding from scratch" in report.full_reason and report.added == report.n_files
