@@ -133,7 +133,7 @@ def bench_retrieval(index_dir: Path, modes=MODES, questions_path: Path = QUESTIO
         for split in SPLITS:
             line = "  ".join(f"{lang} {f['recall_at_5']:.3f}/{f['mrr_at_10']:.3f} (n={f['n']})"
                              for lang, f in groups[split].items())
-            say(f"    {split:<8} recall@5/MRR@10: {line}")
+            say(f"    {split + (' (final)' if split == 'heldout' else ''):<16} recall@5/MRR@10: {line}")
         results[mode] = {
             "recall_at_5": round(result.recall_at_5, 4),
             "mrr_at_10": round(result.mrr_at_10, 4),
