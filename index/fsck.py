@@ -316,7 +316,7 @@ def _text(gen: Generation, doc_version: str) -> str | None:
 def _lexical(gen: Generation) -> list[Fault]:
     """Each segment's postings are those of exactly its chunks, built by this tokenizer, and the
     generation's BM25 statistics (chunk and token counts) are those of its live chunks."""
-    from ingest.store import LEXICAL_CHUNK_COLUMNS, TOKENIZER_VERSION, lexical_table, lexical_texts, lexical_tokens
+    from ingest.store import ANALYSED_CHUNK_COLUMNS, TOKENIZER_VERSION, chunk_analyses, lexical_table, lexical_tokens
 
     if gen.manifest.lexical_tokenizer_version != TOKENIZER_VERSION:
         return [Fault(LEXICAL_FILE, f"tokenizer version {gen.manifest.lexical_tokenizer_version}, this spanindex has {TOKENIZER_VERSION}")]
@@ -324,8 +324,8 @@ def _lexical(gen: Generation) -> list[Fault]:
     for segment in gen.segments:
         where = f"segments/{segment.name}/{LEXICAL_FILE}"
         stored = segment.lexical_table()
-        chunks = segment.table("chunks", [*LEXICAL_CHUNK_COLUMNS, "vector_id"])
-        rebuilt = lexical_table(lexical_texts(chunks.to_batches(), segment.table("hidden_text")),
+        chunks = segment.table("chunks", [*ANALYSED_CHUNK_COLUMNS, "vector_id"])
+        rebuilt = lexical_table(chunk_analyses(chunks.to_batches(), segment.table("hidden_text")),
                                 chunks.column("vector_id").to_numpy())
         if stored.schema.metadata.get(META_LEXICAL) != rebuilt.schema.metadata.get(META_LEXICAL):
             faults.append(Fault(where, "settings (tokenizer, BM25 parameters, chunk and token counts) differ from a rebuild"))
@@ -340,9 +340,9 @@ def _lexical(gen: Generation) -> list[Fault]:
             hidden = segment.table("hidden_text")
             for doc_id, m in masked.items():
                 rows = segment.rows_of("chunks", doc_id)
-                texts = lexical_texts(rows.select(list(LEXICAL_CHUNK_COLUMNS)).to_batches(), hidden)
+                texts = chunk_analyses(rows.select(list(ANALYSED_CHUNK_COLUMNS)).to_batches(), hidden)
                 ids = rows.column("vector_id").to_pylist()
-                if (sum(len(lexical_tokens(t)) for t in texts) != m.n_tokens or len(ids) != m.n_vectors
+                if (sum(len(lexical_tokens(t, language)) for t, language in texts) != m.n_tokens or len(ids) != m.n_vectors
                         or (ids and ids[0] != m.first_vector_id)):
                     faults.append(Fault(DELETED_FILE, f"{doc_id} in {segment.name}: its vector ids or token count differ from its rows"))
     return faults

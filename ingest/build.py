@@ -33,7 +33,7 @@ from ingest.formats import OfficeLayoutStats, office_renderer_engine, office_ren
 from ingest.store import BuildLock
 from ingest.embed import ModelInfo, resolve_model
 from ingest.formats import describe, resolve_ocr
-from ingest.text import NORMALIZER_VERSION
+from ingest.text import LANGUAGE_VERSION, NORMALIZER_VERSION
 from ingest.formats import PARSER_VERSION, RENDERED_TYPES, media_type_of
 from ingest.formats import Passwords
 from ingest.store import fsync_dir, publish, write_failure
@@ -376,6 +376,7 @@ def _write_generation(corpus, paths, settings, model, executor, embedder, live, 
         model_path=str(model.path) if model.model_id.startswith("local:") else "",
         chunker=settings.chunker,
         normalizer_version=NORMALIZER_VERSION,
+        language_version=LANGUAGE_VERSION,
         parser_version=PARSER_VERSION,
         faiss_factory=ann.factory,
         ann=ann,

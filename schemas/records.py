@@ -408,6 +408,7 @@ class DocumentRecord:
     n_hidden_chars: int = 0  # characters of its text that a reader cannot see (HiddenRun)
     metadata: str = "{}"  # the user's own fields, a JSON object (sidecar NAME.meta.json, metadata.jsonl)
     created: str | None = None  # the document's own date, ISO 8601 (ingest.formats.dates); None: it has none
+    language: str = ""  # the main language of its text, ISO 639-1 (ingest.text.language); "" undetermined
 
 
 @dataclass(frozen=True, slots=True)
@@ -431,6 +432,7 @@ class Chunk:
     n_hidden: int = 0  # characters of the chunk a reader cannot see: left out of what is embedded
     title: str = ""  # the document's title (its own, else its first heading; ingest.text.sections)
     headings: tuple[str, ...] = ()  # the headings above the chunk's start, outermost first
+    language: str = ""  # ISO 639-1 (ingest.text.language): its own where it is clear, else its document's
 
 
 @dataclass(frozen=True, slots=True)
@@ -510,6 +512,7 @@ class Manifest:
     html_layout: str = ""  # the browser that laid HTML pages out (html_boxes), "" where none did
     office_layout: str = ""  # the LibreOffice that rendered office documents (office_boxes), "" where none did
     lexical_tokenizer_version: int = 0  # of lexical.parquet; 0: the generation has none (built before it)
+    language_version: int = 0  # of the chunks' languages (ingest.text.language); 0: built before them
     segments: tuple[SegmentRef, ...] = ()  # oldest first; a document's live rows are in one of them
     next_vector_id: int = 0  # the base of the next segment written: vector ids are never reused
 

@@ -38,8 +38,9 @@ from schemas.records import (
 FORMAT_VERSION = 8  # 2: documents.source_url; 3: hidden_text, chunks.n_hidden, documents.n_hidden_chars;
 # 4: html_boxes, pdf_pages.ocr, pdf_chars.ocr_confidence; 5: office_map, office_pages, office_cells;
 # 6: office_boxes, office_render_pages, office_shapes; 7: segments, deleted, stable vector ids;
-# 8: documents.metadata (the user's fields), documents.created; chunks.title and chunks.headings
-#    (section context, also in each chunk's BM25 text)
+# 8: documents.metadata (the user's fields), documents.created, documents.language; chunks.title and
+#    chunks.headings (section context, also in each chunk's BM25 text), chunks.language (ISO 639-1,
+#    "" undetermined)
 META_TABLE = b"spanindex.table"
 META_FORMAT = b"spanindex.format_version"
 META_MODEL = b"spanindex.model_id"
@@ -66,6 +67,7 @@ DOCUMENTS = pa.schema(
         ("n_hidden_chars", pa.int64()),
         ("metadata", pa.string()),  # the user's fields (ingest.user_metadata), canonical JSON; "{}" none
         ("created", pa.string()),  # the document's own date, ISO 8601; null where it has none
+        ("language", pa.string()),
     ]
 )
 
@@ -88,6 +90,7 @@ CHUNKS = pa.schema(
         ("n_hidden", pa.int32()),
         ("title", pa.string()),
         ("headings", pa.list_(pa.string())),  # outermost first
+        ("language", pa.string()),
     ]
 )
 

@@ -1,6 +1,7 @@
 """Search the BM25 postings of a generation's segments: the reader's side of ``ingest.store.lexical``.
 
-A query is tokenised exactly as the chunks were (``ingest.store.lexical.lexical_tokens``).
+A query is analysed as the chunks were (``ingest.store.lexical.lexical_tokens``), in each language whose
+stemmer the segments used and in none (``query_tokens``): each of its words matches any of its forms.
 Each segment's postings hold counts and chunk lengths; the weights are computed here with the
 live generation's statistics: its live chunk count, each token's document frequency counted
 over the live postings (masked chunks left out), and the mean live chunk length from the
@@ -16,7 +17,7 @@ from dataclasses import dataclass
 import numpy as np
 import pyarrow as pa
 
-from ingest.store import B, K1, METHOD, TOKENIZER_VERSION, bm25_weights, lexical_tokens
+from ingest.store import B, K1, METHOD, TOKENIZER_VERSION, bm25_weights, query_tokens
 from schemas.errors import IndexFormatError
 from schemas.tables import META_LEXICAL
 
@@ -62,8 +63,8 @@ class LexicalIndex:
     """
 
     def __init__(self, parts: list[tuple[pa.Table, np.ndarray]], n_chunks: int, n_tokens: int, where: str) -> None:
-        for table, _ in parts:
-            _check_settings(table.schema, where)
+        # The languages a chunk of some segment was stemmed in: a query is analysed in each of them.
+        self.languages = sorted({language for table, _ in parts for language in _check_settings(table.schema, where).get("languages", [])})
         self._parts = [_Postings.of(table, dead) for table, dead in parts]
         self.n_chunks = n_chunks
         self._average = float(n_tokens) / n_chunks if n_chunks else 0.0
@@ -80,7 +81,7 @@ class LexicalIndex:
         Only the query's postings are touched: the cost follows the query, not the corpus.
         """
         ids, weights = [], []
-        for token in lexical_tokens(query):
+        for token in (form for forms in query_tokens(query, self.languages) for form in forms):
             found = [p for p in (part.live(token) for part in self._parts) if p is not None]
             doc_freq = sum(len(p[0]) for p in found)
             if not doc_freq:

@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING
 
 import pyarrow as pa
 
-from ingest.text import chunk_spans, make_chunks
+from ingest.text import chunk_languages, chunk_spans, make_chunks
 from ingest.corpus import NotReadable, read_corpus_file
 from ingest.embed import ModelInfo, load_tokenizer
 from ingest.formats import RENDERED_TYPES, parse_document
@@ -352,8 +352,11 @@ def _process_source(job: FileJob, held: list[bytes], settings: WorkerSettings) -
         chunks = _layout_pages(chunks, layout.char_runs)
     if office_layout is not None and not parsed.office_pages:  # DOCX, ODT: pages as rendered (slides are pages)
         chunks = _layout_pages(chunks, office_layout.char_runs)
+    languages, language = chunk_languages([c.text for c in chunks], parsed.text)
+    chunks = [dataclasses.replace(c, language=code) for c, code in zip(chunks, languages)]
     n_hidden = sum(run.end - run.start for run in parsed.hidden_runs)
-    record = dataclasses.replace(record, n_chunks=len(chunks), n_hidden_chars=n_hidden, source_mtime_ns=job.read_mtime_ns)
+    record = dataclasses.replace(record, n_chunks=len(chunks), n_hidden_chars=n_hidden, source_mtime_ns=job.read_mtime_ns,
+                                 language=language)
     # A spilled chunk table carries the texts to embed as a column of its own.
     if _spills(settings) and len(chunks) > SPILL_ROWS["chunks"]:
         step = _piece_rows("chunks")

@@ -38,8 +38,23 @@ Tokens. The same function tokenises chunks and queries:
   of two or more characters; a one-character query word in those scripts only
   matches where it stands alone.
 
-No stemming and no stop words: the corpus is multilingual, and BM25's IDF
-already gives frequent words little weight.
+- a chunk holds each word as written and, where the Snowball stemmer (PyStemmer) of
+  its language (``chunks.language``, ``ingest.text.language``; ``STEMMERS``: Arabic,
+  German, English, Persian, Polish, Russian and 28 more) changes it, its stem as well:
+  ``подольского`` gives ``подольского`` and ``подольск``. Words are stemmed before the
+  diacritics are removed (Polish ``ą`` and Russian ``й`` end words the stemmers know);
+  words with a digit (part numbers, figures) and bigrams are never stemmed.
+
+A query is a few words, too few to tell its language by (a name, a figure, "Ok"); so each
+of its words is looked up as written and as stemmed in every language whose stemmer the
+index used (``languages`` in the table's metadata), and matches any of those forms
+(``query_tokens``): the chunk's stem is among them whatever the chunk's language, and a
+word typed as the text writes it weighs twice. Measured on the labelled questions' tune
+split (recall@5 / MRR@10 of lexical search, 231 questions): no stemming 0.875 / 0.714;
+stems alone, the query in the index's languages 0.879 / 0.754; the query in all 34
+stemmers' 0.875 / 0.748; each word as written and its stem (this) 0.887 / 0.759.
+
+No stop words: BM25's IDF already gives frequent words little weight.
 
 What is tokenised for a chunk (``lexical_texts``) is its section context, the document's title
 and the headings above it, then its visible text: a query that names a chapter or a page's title
@@ -53,12 +68,14 @@ rebuilds in full: the tokens of one stored row never change, so ``TOKENIZER_VERS
 from __future__ import annotations
 
 import array
+import collections
 import itertools
 import json
 import math
 import os
 import re
 import tempfile
+import threading
 import unicodedata
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
@@ -69,16 +86,18 @@ import pyarrow as pa
 import pyarrow.compute  # noqa: F401 - pa.compute
 import pyarrow.parquet as pq
 import regex
+import Stemmer
 
 from ingest.text import HiddenText, is_no_space_script, section_text
 from schemas.tables import LEXICAL, META_LEXICAL, hidden_run_records, with_metadata
 
-TOKENIZER_VERSION = 1  # bump when tokens would differ for the same text: the index must be rebuilt
+TOKENIZER_VERSION = 2  # bump when tokens would differ for the same text: the index must be rebuilt (2: stems)
 K1 = 1.5
 B = 0.75
 METHOD = "lucene"
 # The columns of chunks.parquet that ``lexical_texts`` reads: every caller selects these.
-LEXICAL_CHUNK_COLUMNS = ("doc_id", "start", "text", "n_hidden", "title", "headings")
+LEXICAL_CHUNK_COLUMNS = ("doc_id", "start", "text", "n_hidden", "title", "headings")  # what lexical_texts reads
+ANALYSED_CHUNK_COLUMNS = (*LEXICAL_CHUNK_COLUMNS, "language")  # what chunk_analyses reads
 POSTINGS_BATCH = 1024  # chunks tokenised per step of the first pass
 RANGE_POSTINGS = 1 << 16  # postings weighed and written per step of the second (a row group, ~5 MB held)
 
@@ -89,12 +108,24 @@ _HYPHEN_BREAK = re.compile(r"(?<=[^\W\d_])[-\u00ad\u2010\u2011][ \t]*(?:\r\n|\r|
 _INVISIBLE = dict.fromkeys(map(ord, "\u00ad\u200b\u200c\u200d\u2060\ufeff"))
 _GAP = re.compile(r"(?<=[^\x00-\x7f])\s+(?=[^\x00-\x7f])")
 _DIACRITICS = re.compile("[\u0300-\u036f\u0610-\u061a\u064b-\u065f\u0670\u06d6-\u06ed\u0640]")
+_DIGIT = re.compile(r"\d")
+# The few of those that are not letters or marks: removed before words are cut (they join the letters around them).
+_NON_MARK_DIACRITICS = re.compile("[\u06dd\u06de\u06e9]")
 _LETTER_FOLDS = str.maketrans(
     {"\u064a": "\u06cc", "\u0649": "\u06cc", "\u0643": "\u06a9", "\u0623": "\u0627", "\u0625": "\u0627", "\u0622": "\u0627"}
 )
 # Beyond CJK (ingest.text.normalize): Thai, Lao, Myanmar, Khmer are written without spaces; Hangul
 # words carry particles (확진자는 = 확진자 + 는), so bigrams find the word inside them.
 _BIGRAM_RANGES = ((0x0E00, 0x0EFF), (0x1000, 0x109F), (0x1780, 0x17FF), (0x1100, 0x11FF), (0x3130, 0x318F), (0xAC00, 0xD7AF))
+# The Snowball stemmers of PyStemmer, by the ISO 639-1 code of a chunk's language (chunks.language).
+STEMMERS = {
+    "ar": "arabic", "hy": "armenian", "eu": "basque", "ca": "catalan", "cs": "czech", "da": "danish", "nl": "dutch",
+    "en": "english", "eo": "esperanto", "et": "estonian", "fi": "finnish", "fr": "french", "de": "german",
+    "el": "greek", "hi": "hindi", "hu": "hungarian", "id": "indonesian", "ga": "irish", "it": "italian",
+    "lt": "lithuanian", "ne": "nepali", "no": "norwegian", "fa": "persian", "pl": "polish", "pt": "portuguese",
+    "ro": "romanian", "ru": "russian", "sr": "serbian", "st": "sesotho", "es": "spanish", "sv": "swedish",
+    "ta": "tamil", "tr": "turkish", "yi": "yiddish",
+}
 
 
 def _bigram_script(char: str) -> bool:
@@ -103,10 +134,17 @@ def _bigram_script(char: str) -> bool:
 
 
 def _fold(text: str) -> str:
+    """Case-folded, ligatures and hyphenation undone; diacritics and letter variants stay (``_unmark``)."""
     folded = _HYPHEN_BREAK.sub("", unicodedata.normalize("NFKC", text)).translate(_INVISIBLE)
-    folded = _GAP.sub(_gap, folded).casefold()
-    folded = unicodedata.normalize("NFC", _DIACRITICS.sub("", unicodedata.normalize("NFD", folded)))
-    return folded.translate(_LETTER_FOLDS)
+    return _NON_MARK_DIACRITICS.sub("", _GAP.sub(_gap, folded).casefold())
+
+
+def _unmark(word: str) -> str:
+    """A word (or its stem) without diacritics and with Arabic and Persian letter variants unified."""
+    if word.isascii():
+        return word
+    word = unicodedata.normalize("NFC", _DIACRITICS.sub("", unicodedata.normalize("NFD", word)))
+    return word.translate(_LETTER_FOLDS)
 
 
 def _gap(match: re.Match) -> str:
@@ -115,8 +153,24 @@ def _gap(match: re.Match) -> str:
     return "" if is_no_space_script(text[start - 1]) and is_no_space_script(text[end]) else " "
 
 
-def lexical_tokens(text: str) -> list[str]:
-    """The BM25 tokens of ``text`` (a chunk's or a query's).
+_STEMMERS_OF_THREAD = threading.local()  # a PyStemmer object is not thread-safe: one per thread and language
+
+
+def _stemmer(language: str):
+    """The stemmer of ``language`` (ISO 639-1) as a function of a word; None where there is none."""
+    name = STEMMERS.get(language)
+    if name is None:
+        return None
+    stemmers = _STEMMERS_OF_THREAD.__dict__.setdefault("stemmers", {})
+    if name not in stemmers:
+        stemmers[name] = Stemmer.Stemmer(name).stemWord
+    return stemmers[name]
+
+
+def lexical_tokens(text: str, language: str = "") -> list[str]:
+    """The BM25 tokens of ``text`` (a chunk's): its words as written (folded), then the stems of those
+    that ``language``'s stemmer changes (ISO 639-1; "" or a language without one: none). A query's
+    are ``query_tokens``.
 
     >>> lexical_tokens("The ﬁnal Top-5 accuracy: 65.2%")
     ['the', 'final', 'top', '5', 'accuracy', '65', '2']
@@ -124,29 +178,61 @@ def lexical_tokens(text: str) -> list[str]:
     ['cafe', 'muller']
     >>> lexical_tokens("梁振英道歉 확진자는 Wehr\\u00admauer")
     ['梁振', '振英', '英道', '道歉', '확진', '진자', '자는', 'wehrmauer']
+    >>> lexical_tokens("Подольский забил голов", "ru")
+    ['подольскии', 'забил', 'голов', 'подольск', 'заб', 'гол']
     """
-    folded = _fold(text)
-    tokens: list[str] = []
-    for match in _WORD.finditer(folded):
+    forms = token_forms(text, language)
+    return [written for written, _ in forms] + [stem for written, stem in forms if stem != written]
+
+
+def token_forms(text: str, language: str = "") -> list[tuple[str, str]]:
+    """(as written, stem in ``language``) of each token of ``text``, in order; the stem is the token
+    itself where there is no stemmer, a digit or a bigram.
+
+    >>> token_forms("the runners were running 3rd", "en")
+    [('the', 'the'), ('runners', 'runner'), ('were', 'were'), ('running', 'run'), ('3rd', '3rd')]
+    """
+    language_stem = _stemmer(language)
+    forms: list[tuple[str, str]] = []
+    for match in _WORD.finditer(_fold(text)):
         word = match.group()
+        stem = None if _DIGIT.search(word) else language_stem  # a part number or figure stays as it is written
         if word.isascii():
-            tokens.append(word)
+            forms.append((word, stem(word) if stem else word))
+            continue
+        bare = _unmark(word)
+        if not bare:  # marks alone (a spacing diaeresis, NFKC'd): nothing of a word
+            continue
+        if not any(map(_bigram_script, bare)):  # a word of an alphabet: stemmed as it is written
+            forms.append((bare, _unmark(stem(word)) if stem else bare))
             continue
         start = 0
-        while start < len(word):
-            bigrams = _bigram_script(word[start])
+        while start < len(bare):
+            bigrams = _bigram_script(bare[start])
             end = start + 1
-            while end < len(word) and _bigram_script(word[end]) == bigrams:
+            while end < len(bare) and _bigram_script(bare[end]) == bigrams:
                 end += 1
-            piece = word[start:end]
+            piece = bare[start:end]
             if not bigrams:
-                tokens.append(piece)
+                forms.append((piece, _unmark(stem(piece)) if stem else piece))
             elif len(piece) == 1:
-                tokens.append(piece)
+                forms.append((piece, piece))
             else:
-                tokens.extend(piece[i : i + 2] for i in range(len(piece) - 1))
+                forms.extend((piece[i : i + 2],) * 2 for i in range(len(piece) - 1))
             start = end
-    return tokens
+    return forms
+
+
+def query_tokens(query: str, languages: Iterable[str]) -> list[tuple[str, ...]]:
+    """The forms of each token of ``query`` that a chunk holds, whatever its language among
+    ``languages``: as written, then its stem in each of them, each form once.
+
+    >>> query_tokens("Подольского голы 2016", ["ru", "en", "zh"])
+    [('подольского', 'подольск'), ('голы', 'гол'), ('2016',)]
+    """
+    analyses = [token_forms(query, language) for language in sorted(set(languages)) if language in STEMMERS]
+    analyses = analyses or [token_forms(query)]
+    return [tuple(dict.fromkeys([forms[0][0], *(stem for _, stem in forms)])) for forms in zip(*analyses, strict=True)]
 
 
 def lexical_texts(chunks: Iterable[pa.RecordBatch], hidden_text: pa.Table) -> Iterator[str]:
@@ -172,8 +258,23 @@ def lexical_texts(chunks: Iterable[pa.RecordBatch], hidden_text: pa.Table) -> It
             yield f"{context}\n{visible}" if context else visible
 
 
-def lexical_table(texts: Iterable[str], vector_ids: np.ndarray | list[int] | None = None) -> pa.Table:
-    """The postings table of ``texts`` (chunk i has vector id ``vector_ids[i]``, else i), in memory
+def chunk_analyses(chunks: Iterable[pa.RecordBatch], hidden_text: pa.Table) -> Iterator[tuple[str, str]]:
+    """(what the lexical index takes of it, its language) of each chunk, in row order: ``lexical_texts``
+    with the chunk's ``language`` beside (a column the batches carry besides those it reads)."""
+    languages: collections.deque[str] = collections.deque()
+
+    def batches():
+        for batch in chunks:
+            languages.extend(batch.column("language").to_pylist())
+            yield batch
+
+    for text in lexical_texts(batches(), hidden_text):  # it reads a batch whole before its first text
+        yield text, languages.popleft()
+
+
+def lexical_table(texts: Iterable[str | tuple[str, str]], vector_ids: np.ndarray | list[int] | None = None) -> pa.Table:
+    """The postings table of ``texts`` (chunk i has vector id ``vector_ids[i]``, else i; a text, or a
+    text and its language: ``chunk_analyses``), in memory
     (``write_lexical`` streams the same rows to a file); its schema metadata holds the settings a
     reader checks and the chunk and token counts (``lexical_metadata``).
 
@@ -184,30 +285,36 @@ def lexical_table(texts: Iterable[str], vector_ids: np.ndarray | list[int] | Non
     """
     with tempfile.TemporaryFile() as spill:
         counted = count_tokens(texts, Postings(spill))
-        schema = LEXICAL.with_metadata(lexical_metadata(len(counted.chunk_lengths), int(counted.chunk_lengths.sum())))
+        schema = LEXICAL.with_metadata(lexical_metadata(len(counted.chunk_lengths), int(counted.chunk_lengths.sum()),
+                                                        counted.languages))
         ids = None if vector_ids is None else np.asarray(vector_ids, dtype=np.int64)
         return pa.Table.from_batches([b for t in posting_rows(counted, vector_ids=ids) for b in t.to_batches()], schema)
 
 
-def count_tokens(texts: Iterable[str], postings: Postings) -> TokenCounts:
-    """The first pass over the chunk ``texts``: each chunk's token counts go to ``postings``
-    (a file), what BM25 needs of the whole corpus stays (lengths, document frequencies)."""
+def count_tokens(texts: Iterable[str | tuple[str, str]], postings: Postings) -> TokenCounts:
+    """The first pass over the chunk ``texts`` (each alone, or with its language): each chunk's token
+    counts go to ``postings`` (a file), what BM25 needs of the whole corpus stays (lengths, document
+    frequencies, the languages stemmed)."""
     vocabulary: dict[str, int] = {}
+    stemmed: set[str] = set()
     lengths = array.array("q")
     doc_freqs = np.zeros(0, dtype=np.int64)
     texts = iter(texts)
     while batch := list(itertools.islice(texts, POSTINGS_BATCH)):
         first = len(lengths)
         ids = array.array("i")  # compact: a Python int per token for a whole corpus was the build's peak
-        for text in batch:
-            tokens = lexical_tokens(text)
+        for item in batch:
+            text, language = (item, "") if isinstance(item, str) else item
+            tokens = lexical_tokens(text, language)
+            if language in STEMMERS:
+                stemmed.add(language)
             ids.extend([vocabulary.setdefault(token, len(vocabulary)) for token in tokens])
             lengths.append(len(tokens))
         triples = chunk_postings(np.frombuffer(ids, dtype=np.intc), np.array(lengths[first:], dtype=np.int64), first)
         doc_freqs = np.pad(doc_freqs, (0, len(vocabulary) - len(doc_freqs)))
         doc_freqs += np.bincount(triples[0], minlength=len(vocabulary))  # a token once per chunk: its df
         postings.add(triples)
-    return TokenCounts(list(vocabulary), np.array(lengths, dtype=np.int64), doc_freqs, postings)
+    return TokenCounts(list(vocabulary), np.array(lengths, dtype=np.int64), doc_freqs, postings, tuple(sorted(stemmed)))
 
 
 def chunk_postings(token_ids: np.ndarray, lengths: np.ndarray, first_chunk: int) -> np.ndarray:
@@ -277,14 +384,15 @@ def _range_edges(doc_freqs: np.ndarray, range_postings: int) -> np.ndarray:
     return np.unique(np.concatenate([[0], ends, [len(doc_freqs)]]))
 
 
-def lexical_metadata(n_chunks: int, n_tokens: int) -> dict[bytes, bytes]:
-    """What a reader checks before it scores a query against the table, and what it holds."""
+def lexical_metadata(n_chunks: int, n_tokens: int, languages: Iterable[str] = ()) -> dict[bytes, bytes]:
+    """What a reader checks before it scores a query against the table, and what it holds (``languages``:
+    those whose stemmer analysed its chunks, which a query is analysed in too)."""
     settings = {"tokenizer_version": TOKENIZER_VERSION, "k1": K1, "b": B, "method": METHOD, "n_chunks": n_chunks,
-                "n_tokens": n_tokens}
+                "n_tokens": n_tokens, "languages": sorted(languages)}
     return {META_LEXICAL: json.dumps(settings, sort_keys=True).encode("utf-8")}
 
 
-def write_lexical(path: Path, texts: Iterable[str], model_id: str, model_dim: int,
+def write_lexical(path: Path, texts: Iterable[str | tuple[str, str]], model_id: str, model_dim: int,
                   vector_ids: np.ndarray | None = None) -> tuple[int, int]:
     """Build the postings table of the chunk ``texts`` and write it to ``path``, a range of tokens
     at a time; returns (chunks, tokens in them). ``vector_ids``: the texts' vector ids, in their
@@ -293,7 +401,8 @@ def write_lexical(path: Path, texts: Iterable[str], model_id: str, model_dim: in
     with tempfile.TemporaryFile(dir=path.parent) as spill:
         counted = count_tokens(texts, Postings(spill))
         n_chunks, n_tokens = len(counted.chunk_lengths), int(counted.chunk_lengths.sum())
-        metadata = {**with_metadata("lexical", model_id, model_dim).metadata, **lexical_metadata(n_chunks, n_tokens)}
+        metadata = {**with_metadata("lexical", model_id, model_dim).metadata,
+                    **lexical_metadata(n_chunks, n_tokens, counted.languages)}
         with pq.ParquetWriter(path, LEXICAL.with_metadata(metadata), compression="zstd", use_dictionary=False) as writer:
             ids = None if vector_ids is None else np.asarray(vector_ids, dtype=np.int64)
             for rows in posting_rows(counted, vector_ids=ids):
@@ -311,6 +420,7 @@ class TokenCounts:
     chunk_lengths: np.ndarray  # int64, tokens per chunk, by vector id
     doc_freqs: np.ndarray  # int64, chunks holding each token, by token id
     postings: Postings
+    languages: tuple[str, ...] = ()  # those whose stemmer analysed some chunk (STEMMERS' keys), sorted
 
 
 class Postings:

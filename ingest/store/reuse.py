@@ -16,7 +16,9 @@ import pyarrow as pa
 
 from ingest.embed import Embedder
 from ingest.formats import PARSER_VERSION, describe
+from ingest.store.lexical import TOKENIZER_VERSION
 from ingest.store.previous import PublishedGeneration
+from ingest.text import LANGUAGE_VERSION
 from schemas.errors import IndexFormatError
 from schemas.layout import IndexPaths, read_current
 from ingest.store.segments import masked_document
@@ -56,6 +58,9 @@ class LiveGeneration:
                 ("embedding backend", m.embed_backend != str(embedder.backend)),
                 ("chunker settings", m.chunker != settings.chunker),
                 ("normaliser version", m.normalizer_version != normalizer_version),
+                # the chunks' languages choose their stemmers: the postings of both must be one analysis
+                ("language identifier version", m.language_version != LANGUAGE_VERSION),
+                ("lexical tokenizer version", m.lexical_tokenizer_version != TOKENIZER_VERSION),
                 ("parser version", m.parser_version != PARSER_VERSION),
                 ("OCR settings", m.ocr != describe(settings.ocr or OcrSettings())),
             ]

@@ -21,7 +21,7 @@ import shutil
 import numpy as np
 import pyarrow as pa
 
-from ingest.store.lexical import LEXICAL_CHUNK_COLUMNS, lexical_texts, lexical_tokens
+from ingest.store.lexical import ANALYSED_CHUNK_COLUMNS, chunk_analyses, lexical_tokens
 from ingest.store.publish import fsync_dir
 from ingest.store.write import SegmentWriter
 from schemas.errors import IndexFormatError
@@ -144,6 +144,6 @@ def masked_document(live: LiveSegments, doc_id: str) -> MaskedDocument | None:
     if len(ids) and not np.array_equal(ids, np.arange(ids[0], ids[0] + len(ids))):
         raise IndexFormatError(f"{segment.dir}: the chunks of {doc_id!r} do not hold consecutive vector ids")
     hidden = segment.rows_of("hidden_text", doc_id)
-    batches = chunks.select(list(LEXICAL_CHUNK_COLUMNS)).to_batches()  # the text the build counted
-    n_tokens = sum(len(lexical_tokens(text)) for text in lexical_texts(batches, hidden))
+    batches = chunks.select(list(ANALYSED_CHUNK_COLUMNS)).to_batches()  # the text the build counted
+    n_tokens = sum(len(lexical_tokens(text, language)) for text, language in chunk_analyses(batches, hidden))
     return MaskedDocument(segment.name, doc_id, int(ids[0]) if len(ids) else segment.ref.vector_base, len(ids), n_tokens)

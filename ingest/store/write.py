@@ -23,7 +23,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from ingest.store.lexical import LEXICAL_CHUNK_COLUMNS, POSTINGS_BATCH, TOKENIZER_VERSION, lexical_texts, write_lexical
+from ingest.store.lexical import ANALYSED_CHUNK_COLUMNS, POSTINGS_BATCH, TOKENIZER_VERSION, chunk_analyses, write_lexical
 from ingest.store.publish import fsync_dir, fsync_file
 from schemas.layout import DELETED_FILE, LEXICAL_FILE, MANIFEST, SEGMENT_FILES, SEGMENT_MANIFEST, TABLE_FILES, VECTORS_FILE
 from schemas.manifest import manifest_to_json, segment_to_json
@@ -199,18 +199,18 @@ class SegmentWriter:
         return ref
 
     def _chunk_texts(self, ids: list[np.ndarray]):
-        """What the lexical index takes of every chunk written, in vector id order, read back by row
+        """What the lexical index takes of every chunk written, and its language, in vector id order, read back by row
         group; their vector ids are appended to ``ids`` as they are read."""
         chunks = pq.ParquetFile(self.gen_dir / TABLE_FILES["chunks"])
         hidden = pq.read_table(self.gen_dir / TABLE_FILES["hidden_text"])
 
         def batches():
             # In batches of a lexical step, not Arrow's 65,536 rows: each becomes Python strings.
-            for batch in chunks.iter_batches(batch_size=POSTINGS_BATCH, columns=[*LEXICAL_CHUNK_COLUMNS, "vector_id"]):
+            for batch in chunks.iter_batches(batch_size=POSTINGS_BATCH, columns=[*ANALYSED_CHUNK_COLUMNS, "vector_id"]):
                 ids.append(batch.column("vector_id").to_numpy().astype(np.int64))
                 yield batch
 
-        yield from lexical_texts(batches(), hidden)
+        yield from chunk_analyses(batches(), hidden)
 
     def abort(self) -> None:
         """Close what is open, as well as a failing disk allows: the folder is removed next."""

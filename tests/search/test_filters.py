@@ -264,9 +264,10 @@ def test_a_bad_filter_is_one_line_naming_what_is_wrong(where, says):
 def test_columns_follow_the_documents_schema_so_a_new_column_is_a_filter_column():
     from schemas.tables import DOCUMENTS
 
-    with pytest.raises(FilterError, match="unknown column 'language'"):
-        compile_filter("language = 'de'")
-    widened = DOCUMENTS.append(pa.field("language", pa.string()))
-    assert "language" in str(compile_filter("language = 'de'", widened).expression)
+    assert "language" in str(compile_filter("language = 'de'").expression)  # documents.language, format 8
+    with pytest.raises(FilterError, match="unknown column 'licence'"):
+        compile_filter("licence = 'cc-by'")
+    widened = DOCUMENTS.append(pa.field("licence", pa.string()))
+    assert "licence" in str(compile_filter("licence = 'cc-by'", widened).expression)
     with pytest.raises(FilterError, match="unknown column 'title'"):
         compile_filter("title = 'x'", DOCUMENTS.remove(DOCUMENTS.get_field_index("title")))

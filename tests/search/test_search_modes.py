@@ -20,7 +20,7 @@ import index
 from index.cli import main
 from index.fsck import fsck
 from ingest.build import BuildSettings, build_index
-from ingest.store.lexical import LEXICAL_CHUNK_COLUMNS, lexical_metadata, lexical_table, lexical_texts, lexical_tokens
+from ingest.store.lexical import ANALYSED_CHUNK_COLUMNS, chunk_analyses, lexical_metadata, lexical_table, lexical_tokens
 from schemas.errors import ModelError, SpanindexError
 from schemas.layout import LEXICAL_FILE, SEGMENT_MANIFEST
 from schemas.records import SearchMode
@@ -102,8 +102,8 @@ def test_the_lexical_table_is_the_bm25_table_of_the_generations_chunks(sample_in
     idx = _open(sample_index_test_model)
     [segment] = idx.generation.segments
     stored = segment.lexical_table()
-    chunks = idx.generation.table("chunks", list(LEXICAL_CHUNK_COLUMNS))
-    rebuilt = lexical_table(lexical_texts(chunks.to_batches(), idx.generation.table("hidden_text")))
+    chunks = idx.generation.table("chunks", list(ANALYSED_CHUNK_COLUMNS))
+    rebuilt = lexical_table(chunk_analyses(chunks.to_batches(), idx.generation.table("hidden_text")))
     for column in ("token", "vector_ids", "counts", "lengths"):
         assert stored.column(column).to_pylist() == rebuilt.column(column).to_pylist()
     recorded = json.loads((segment.dir / SEGMENT_MANIFEST).read_text())["table_sha256"]

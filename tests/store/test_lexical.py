@@ -18,7 +18,19 @@ from hypothesis import strategies as st
 from index.search.fusion import fuse
 from index.search.lexical import LexicalIndex
 from ingest.store import lexical as lexical_module
-from ingest.store.lexical import LEXICAL_CHUNK_COLUMNS, bm25_weights, lexical_metadata, lexical_table, lexical_texts, lexical_tokens, write_lexical
+from ingest.store.lexical import (
+    ANALYSED_CHUNK_COLUMNS,
+    STEMMERS,
+    bm25_weights,
+    chunk_analyses,
+    lexical_metadata,
+    lexical_table,
+    lexical_texts,
+    lexical_tokens,
+    query_tokens,
+    token_forms,
+    write_lexical,
+)
 from schemas.tables import META_LEXICAL
 from schemas.errors import IndexFormatError
 from schemas.records import SearchHit
@@ -33,11 +45,11 @@ QUERIES = ROOT / "benchmarks" / "queries.txt"
 WEIGHED = pa.schema([("token", pa.string()), ("vector_ids", pa.list_(pa.int64())), ("weights", pa.list_(pa.float32()))])
 
 
-def bm25s_table(texts: list[str]) -> pa.Table:
-    """The BM25 weights as bm25s computes them, every chunk's token ids at once: the reference
-    the weights a reader computes from the stored postings must equal."""
+def bm25s_table(texts: list[tuple[str, str]]) -> pa.Table:
+    """The BM25 weights as bm25s computes them, every chunk's token ids at once (each chunk's text
+    analysed in its language): the reference the weights a reader computes from the stored postings must equal."""
     vocabulary: dict[str, int] = {}
-    corpus_ids = [[vocabulary.setdefault(t, len(vocabulary)) for t in lexical_tokens(text)] for text in texts]
+    corpus_ids = [[vocabulary.setdefault(t, len(vocabulary)) for t in lexical_tokens(text, language)] for text, language in texts]
     retriever = bm25s.BM25(k1=1.5, b=0.75, method="lucene")
     retriever.index((corpus_ids, vocabulary), create_empty_token=False, show_progress=False)
     scores = retriever.scores
@@ -65,22 +77,23 @@ def weighed(table: pa.Table) -> pa.Table:
                      pa.ListArray.from_arrays(offsets, pa.array(flat, pa.float32()))], schema=WEIGHED)
 
 
-def reference_top(table: pa.Table, query: str, k: int) -> tuple[np.ndarray, np.ndarray]:
-    """The k best chunks by summing a weighed table's weights in query-token order (float32)."""
+def reference_top(table: pa.Table, query: str, k: int, languages: list[str]) -> tuple[np.ndarray, np.ndarray]:
+    """The k best chunks by summing a weighed table's weights in query-token order, each token's forms
+    in ``languages`` in turn (float32)."""
     rows = dict(zip(table.column("token").to_pylist(), zip(table.column("vector_ids").to_pylist(),
                                                            table.column("weights").to_pylist())))
     scores: dict[int, np.float32] = {}
-    for token in lexical_tokens(query):
+    for token in (form for forms in query_tokens(query, languages) for form in forms):
         for i, w in zip(*rows.get(token, ((), ()))):
             scores[i] = np.float32(scores.get(i, np.float32(0)) + np.float32(w))
     ranked = sorted(((-s, i) for i, s in scores.items() if s > 0))[:k]
     return np.array([i for _, i in ranked], dtype=np.int64), np.array([-s for s, _ in ranked], dtype=np.float32)
 
 
-def generation_texts(idx) -> list[str]:
-    """What each chunk of the live generation gave its lexical index, by vector_id."""
-    chunks = idx.generation.table("chunks", list(LEXICAL_CHUNK_COLUMNS))
-    return list(lexical_texts(chunks.to_batches(), idx.generation.table("hidden_text")))
+def generation_texts(idx) -> list[tuple[str, str]]:
+    """What each chunk of the live generation gave its lexical index, and its language, by vector_id."""
+    chunks = idx.generation.table("chunks", list(ANALYSED_CHUNK_COLUMNS))
+    return list(chunk_analyses(chunks.to_batches(), idx.generation.table("hidden_text")))
 
 
 def assert_same_table(table: pa.Table, expected: pa.Table) -> None:
@@ -167,6 +180,61 @@ def test_scores_are_bm25s_scores(corpus, query):
     positive = np.flatnonzero(got > 0)
     best = positive[np.lexsort((positive, -got[positive].astype(np.float32)))][:5]
     assert ids.tolist() == best.tolist()
+
+
+INFLECTED = ["runs", "running", "runner", "läufer", "laufen", "tore", "tor", "голы", "голов", "гол", "матчей", "матч", "2016"]
+
+
+@settings(max_examples=examples(100))
+@given(
+    st.lists(st.tuples(st.lists(st.sampled_from(INFLECTED), max_size=10), st.sampled_from(["", "en", "de", "ru", "uk"])),
+             min_size=1, max_size=10),
+    st.lists(st.sampled_from([*INFLECTED, "Läufe", "Голами"]), min_size=1, max_size=4),
+)
+def test_stemmed_scores_are_bm25s_scores_of_the_stemmed_chunks_for_every_form_of_the_query(corpus, query):
+    """Chunks stemmed in their languages, a query in every language of the index and in none:
+    the scores are bm25s's over the chunks' stemmed tokens, for the query's forms one after another."""
+    texts = [(" ".join(words), language) for words, language in corpus]
+    table = lexical_table(texts)
+    lexical = LexicalIndex.of_table(table, "test")
+    assert lexical.languages == sorted({language for _, language in texts if language in STEMMERS})
+    query_text = " ".join(query)
+    expected = np.zeros(len(texts))
+    if table.num_rows:
+        retriever = bm25s.BM25(k1=1.5, b=0.75, method="lucene")
+        retriever.index([lexical_tokens(t, language) for t, language in texts], show_progress=False)
+        expected = retriever.get_scores([f for forms in query_tokens(query_text, lexical.languages) for f in forms])
+    got = np.zeros(len(texts))
+    matched, scores = lexical.scores(query_text)
+    got[matched] = scores
+    np.testing.assert_allclose(got, expected, rtol=1e-5, atol=1e-7)
+
+
+@settings(max_examples=examples(300))
+@given(st.text(max_size=120), st.sampled_from(sorted(STEMMERS)))
+@example("Подольский ¨ 東京 ٱلْكِتَاب Wehr\u00admauer 0i", "ru")
+def test_a_chunk_holds_its_words_as_written_then_the_stems_that_differ(text, language):
+    """A stemmer changes a word, never the number of words (a query's forms are its tokens position
+    by position in each language); a word with a digit is left as it is written."""
+    plain, forms = lexical_tokens(text), token_forms(text, language)
+    assert [written for written, _ in forms] == plain and all(stem for _, stem in forms)
+    assert all(stem == written for written, stem in forms if any(c.isdigit() for c in written))
+    assert lexical_tokens(text, language) == plain + [stem for written, stem in forms if stem != written]
+
+
+@pytest.mark.parametrize(
+    ("document", "language", "query"),
+    [
+        ("Подольски завершил карьеру в сборной", "ru", "карьера Подольского"),
+        ("Die Äpfel schälen und würfeln", "de", "Apfel würfeln"),
+        ("the runners were running", "en", "run"),
+        ("Gdy spotkasz osobę niewidomą, zapytaj", "pl", "niewidomej"),
+        ("وقال المرصد السوري لحقوق الإنسان", "ar", "المرصد"),
+    ],
+)
+def test_an_inflected_query_finds_the_chunk_stemmed_in_its_language(document, language, query):
+    lexical = LexicalIndex.of_table(lexical_table([(document, language), ("an unrelated chunk of text", "en")]), "test")
+    assert lexical.top(query, 2)[0].tolist()[:1] == [0]
 
 
 def test_a_table_built_with_other_settings_is_refused():
@@ -273,7 +341,7 @@ def test_lexical_search_ranks_chunks_as_bm25s_table_does(built):
     found = 0
     for question in questions:
         ids, scores = stored.top(question, 10)
-        expected_ids, expected_scores = reference_top(reference, question, 10)
+        expected_ids, expected_scores = reference_top(reference, question, 10, stored.languages)
         assert ids.tolist() == expected_ids.tolist() and np.array_equal(scores, expected_scores), question
         found += ids.size > 0
     assert found > len(questions) / 2

@@ -223,7 +223,7 @@ def test_a_reader_opens_an_index_by_its_manifests_and_footers_and_reads_no_table
     assert idx.generation.whole_tables == () and idx.generation.row_groups_read <= 4
 
 
-@pytest.mark.hostile("an index written by an older spanindex (the previous format: 7 had no documents.metadata, created, chunks.title, headings)",
+@pytest.mark.hostile("an index written by an older spanindex (the previous format: 7 had no documents.metadata, created, language, chunks.title, headings, language)",
                      "CLI error: one line naming both formats and the command that rebuilds it; a build rebuilds it in full")
 def test_an_index_of_the_previous_format_is_refused_in_one_line_and_rebuilt_by_a_build(tmp_path):
     corpus = shutil.copytree(SAMPLE_CORPUS / "docs", tmp_path / "corpus")

@@ -1,0 +1,89 @@
+"""The language of documents and chunks: ISO 639-1 from the text alone, "" where it cannot be told."""
+
+from __future__ import annotations
+
+import collections
+
+import pytest
+
+import index
+from ingest.text import chunk_languages, identify_language
+
+from conftest import SHARED_CORPUS, needs_shared_corpus
+
+# Documents of ../shared/corpus and the language a reader sees them in.
+SHARED_LANGUAGES = {
+    "html/trafilatura__football-ua-cyrillic.html": "ru",
+    "html/newspaper__arabic_article.html": "ar",
+    "html/newspaper__chinese_article.html": "zh",
+    "html/readability__qq-gb2312-label.html": "zh",
+    "html/chardet__chuo-u-x-sjis.html": "ja",
+    "html/trafilatura__ziemniaki-iso-8859-2.html": "pl",
+    "html/trafilatura__bundesliga-windows-1252.html": "de",
+    "html/trafilatura__rinderleber-mixed-encoding.html": "de",
+    "pdf/GeoTopo-komprimiert.pdf": "de",
+    "pdf/docling__normal_4pages.pdf": "ko",
+    "pdf/docling__right_to_left_03.pdf": "fa",
+    "pdf/pdfminer__jo.pdf": "ja",
+    "pdf/unstructured__dpr-multi-column.pdf": "en",
+    "html/trafilatura__wikipedia-tsne.html": "en",
+}
+
+
+def _shared_text(doc_id: str) -> str:
+    from ingest.formats.parse import media_type_of, parse_document
+
+    return parse_document((SHARED_CORPUS / doc_id).read_bytes(), doc_id, media_type_of(doc_id)).parsed.text
+
+
+@pytest.mark.parametrize("doc_id", sorted(SHARED_LANGUAGES))
+def test_each_shared_document_is_identified_in_its_language(doc_id):
+    needs_shared_corpus()
+    text = _shared_text(doc_id)
+    paragraphs = [p for p in text.split("\n\n") if p.strip()] or [text]
+    assert chunk_languages(paragraphs, text)[1] == SHARED_LANGUAGES[doc_id]
+
+
+def test_a_page_that_mixes_languages_gives_each_chunk_its_own_and_the_page_its_main_one():
+    needs_shared_corpus()
+    lines = [line for line in _shared_text("html/trafilatura__football-ua-cyrillic.html").splitlines() if line.strip()]
+    languages, main = chunk_languages(lines, "\n".join(lines))
+    def language_of(fragment: str) -> str:
+        return next(language for line, language in zip(lines, languages) if fragment in line)
+
+    assert main == "ru"
+    assert language_of("Мануель Сеоане: Марадона аматорського футболу") == "uk"
+    assert language_of("ТОП-10 моментів українського футболу") == "uk"
+    assert language_of("Подольски завершил карьеру в сборной") == "ru"
+    assert language_of("13:29") == "ru"  # a time alone: its page's language
+    assert collections.Counter(languages).most_common(1)[0][0] == "ru"
+
+
+def test_text_too_short_or_without_letters_is_undetermined():
+    assert identify_language("") == identify_language("2019 2020 2021 | 42.5%") == identify_language("Ok, go") == ""
+    assert chunk_languages(["12", "-"], "3 4") == (["", ""], "")
+
+
+def test_a_document_too_short_to_tell_takes_the_language_of_most_of_its_chunk_text():
+    german = "Die Äpfel schälen und würfeln, dazu geben und drei Minuten mitbraten, dabei umrühren."
+    assert chunk_languages([german, "Total: 42"], "x") == (["de", "de"], "de")
+
+
+def test_a_long_document_is_identified_from_a_sample_spread_over_it():
+    from ingest.text.language import SAMPLE_CHARS, _sample
+
+    text = "".join(f"{i:07d}" for i in range(SAMPLE_CHARS // 3))
+    sample = _sample(text)
+    assert len(sample) < SAMPLE_CHARS + 16 and sample.startswith(text[:100]) and sample.endswith(text[-100:])
+
+
+def test_the_build_stores_each_chunks_language_and_its_documents(sample_index_test_model):
+    generation = index.open(sample_index_test_model).generation
+    chunks = generation.table("chunks", ["doc_id", "language"]).to_pylist()
+    documents = {r["doc_id"]: r["language"] for r in generation.table("documents", ["doc_id", "language"]).to_pylist()}
+    assert all(len(c["language"]) in (0, 2) and c["language"] == c["language"].lower() for c in chunks)
+    assert documents["docs/getting-started.md"] == "en"
+    assert {c["language"] for c in chunks if c["doc_id"] == "docs/getting-started.md"} == {"en"}
+    for doc_id, language in documents.items():  # a document's language is one of its chunks' (or none has one)
+        own = {c["language"] for c in chunks if c["doc_id"] == doc_id}
+        assert not own or language in own
