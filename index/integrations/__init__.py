@@ -4,7 +4,9 @@ Each retrieved document carries, in its metadata, where its text is: ``chunk_id`
 ``doc_id``, ``doc_version``, ``start``/``end`` (code points into the document text),
 ``page_start``/``page_end``, the ``locator`` that opens the source at the chunk and
 ``url`` (the page's own address with it, when known), so that an answer built on
-it can be checked by ``spanindex verify`` afterwards.
+it can be checked by ``spanindex verify`` afterwards. The document's own fields (its
+``NAME.meta.json`` or ``metadata.jsonl`` line) come beside them, under their own names
+(``team``), where a name is not one of these.
 
     pip install 'spanindex[langchain]'     # index.integrations.langchain.SpanindexRetriever
     pip install 'spanindex[llamaindex]'    # index.integrations.llamaindex.SpanindexRetriever
@@ -12,6 +14,7 @@ it can be checked by ``spanindex verify`` afterwards.
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 from index.search.hit_links import hit_link
@@ -33,9 +36,12 @@ def open_index(index_or_path):
 
 
 def hit_metadata(idx, hit: SearchHit, mode: str) -> dict:
-    """The flat metadata of one hit (str, int, float or None values only); ``mode``: the one used."""
+    """The flat metadata of one hit (str, int, float, bool or None values only); ``mode``: the one used."""
     link = hit_link(idx, hit)
+    doc = idx.document(hit.doc_id)
+    fields = json.loads(doc.metadata) if doc is not None and doc.metadata else {}
     return {
+        **{key: value for key, value in fields.items() if key not in METADATA_KEYS},
         "chunk_id": hit.chunk_id,
         "doc_id": hit.doc_id,
         "doc_version": hit.doc_version,
