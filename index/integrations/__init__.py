@@ -7,6 +7,8 @@ Each retrieved document carries, in its metadata, where its text is: ``chunk_id`
 it can be checked by ``spanindex verify`` afterwards; and its section: ``title`` (the
 document's) and ``headings`` (the headings above the chunk, outermost first, joined by
 ``HEADINGS_JOINER`` into one string: metadata stays flat, as vector stores want it).
+The document's own fields (its ``NAME.meta.json`` or ``metadata.jsonl`` line) come beside
+them, under their own names (``team``), where a name is not one of these.
 
     pip install 'spanindex[langchain]'     # index.integrations.langchain.SpanindexRetriever
     pip install 'spanindex[llamaindex]'    # index.integrations.llamaindex.SpanindexRetriever
@@ -14,6 +16,7 @@ document's) and ``headings`` (the headings above the chunk, outermost first, joi
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 from index.search.hit_links import hit_link
@@ -36,9 +39,12 @@ def open_index(index_or_path):
 
 
 def hit_metadata(idx, hit: SearchHit, mode: str) -> dict:
-    """The flat metadata of one hit (str, int, float or None values only); ``mode``: the one used."""
+    """The flat metadata of one hit (str, int, float, bool or None values only); ``mode``: the one used."""
     link = hit_link(idx, hit)
+    doc = idx.document(hit.doc_id)
+    fields = json.loads(doc.metadata) if doc is not None and doc.metadata else {}
     return {
+        **{key: value for key, value in fields.items() if key not in METADATA_KEYS},
         "chunk_id": hit.chunk_id,
         "doc_id": hit.doc_id,
         "doc_version": hit.doc_version,

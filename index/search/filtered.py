@@ -96,7 +96,9 @@ def dense_ranked(generation, vector: np.ndarray, depth: int, allowed: np.ndarray
 
 def exact_ranked(generation, vector: np.ndarray, depth: int, allowed: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """The ``depth`` best of ``allowed`` by inner product with their stored vectors, ties by vector id."""
-    scores = generation.live.vectors_of(allowed) @ np.asarray(vector, dtype=np.float32)[0]
+    # einsum, not @: a one-query matrix-vector product handed to a threaded BLAS cost 13 ms for
+    # 11,297 vectors on a loaded 2-core machine, the plain loop 0.7 ms
+    scores = np.einsum("ij,j->i", generation.live.vectors_of(allowed), np.asarray(vector, dtype=np.float32)[0])
     if len(scores) > depth:
         kth = np.partition(-scores, depth - 1)[depth - 1]
         keep = -scores <= kth  # the best ``depth`` and every vector tied with the last of them

@@ -138,3 +138,14 @@ def test_bad_metadata_is_a_warning_and_the_build_goes_on(corpus, tmp_path):
     idx = _open(out)
     assert idx.documents_where("meta['team'] = 'ops'") == ["docs/long-policy.md"]
     assert json.loads(idx.document("docs/long-policy.md").metadata) == {"team": "ops"}
+
+
+def test_the_retrievers_carry_the_documents_own_fields(corpus, tmp_path):
+    pytest.importorskip("langchain_core")
+    from index.integrations.langchain import SpanindexRetriever
+
+    out = tmp_path / "index"
+    _build(corpus, out)
+    documents = SpanindexRetriever(index=_open(out), k=3, mode="lexical", where="meta['team'] = 'sales'").invoke(QUERY)
+    assert documents and all(d.metadata["team"] == "sales" and d.metadata["year"] == 2024 for d in documents)
+    assert all(d.metadata["doc_id"] == "pricing/rate-card.pdf" for d in documents)
