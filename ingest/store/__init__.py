@@ -14,7 +14,7 @@ import lazy_loader
 __getattr__, __dir__, __all__ = lazy_loader.attach(__name__, submod_attrs={
     "ann_shards": ["build_vector_index", "write_shards"],
     "faiss_index": ["apply_search_params", "attach_quantizer", "build_ann", "check_factory", "plan_index", "shard_bytes"],
-    "lexical": ["ANALYSED_CHUNK_COLUMNS", "B", "K1", "LEXICAL_CHUNK_COLUMNS", "METHOD", "TOKENIZER_VERSION", "bm25_weights",
+    "lexical": ["ANALYSED_CHUNK_COLUMNS", "B", "K1", "LEXICAL_CHUNK_COLUMNS", "METHOD", "TOKENIZER_VERSION", "bm25_idf", "bm25_weights",
                 "chunk_analyses", "lexical_table", "lexical_texts", "lexical_tokens", "query_tokens", "token_forms",
                 "write_lexical"],
     "lock": ["BuildLock"],

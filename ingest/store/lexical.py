@@ -370,10 +370,20 @@ def bm25_weights(counts: np.ndarray, lengths: np.ndarray, doc_freq: int, n_chunk
     >>> [round(float(w), 4) for w in weights]  # log 2 · 1/2.5, log 2 · 2/3.5
     [0.2773, 0.3961]
     """
-    idf = np.float32(math.log(1 + (n_chunks - doc_freq + 0.5) / (doc_freq + 0.5)))
+    idf = bm25_idf(doc_freq, n_chunks)
     tf = counts.astype(np.float64)
     norms = K1 * ((1 - B) + B * lengths.astype(np.float64) / average)
     return (np.float64(idf) * (tf / (norms + tf))).astype(np.float32)
+
+
+def bm25_idf(doc_freq: int, n_chunks: int) -> np.float32:
+    """The IDF of a token ``doc_freq`` of ``n_chunks`` chunks hold, as ``bm25_weights`` weighs with
+    it (float32); every weight of the token is below it.
+
+    >>> round(float(bm25_idf(2, 4)), 4)  # log 2
+    0.6931
+    """
+    return np.float32(math.log(1 + (n_chunks - doc_freq + 0.5) / (doc_freq + 0.5)))
 
 
 def _range_edges(doc_freqs: np.ndarray, range_postings: int) -> np.ndarray:

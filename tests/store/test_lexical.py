@@ -368,3 +368,46 @@ def test_a_chunk_is_found_by_the_title_and_headings_above_it(tokenizer):
     lexical = LexicalIndex.of_table(lexical_table(texts), "test")
     assert {c.vector_id for c in later} <= set(lexical.top("shipping", len(chunks))[0].tolist())
     assert not {c.vector_id for c in later} & set(lexical.top("refunds", len(chunks))[0].tolist())
+
+
+WORDS = "refund window shipping the of a alpha beta gamma zorblax".split()
+
+
+@settings(max_examples=examples(200))
+@given(
+    st.lists(st.lists(st.sampled_from(WORDS), min_size=1, max_size=8), min_size=1, max_size=30),
+    st.integers(min_value=1, max_value=40),
+    st.lists(st.sampled_from(WORDS), min_size=1, max_size=5),
+    st.integers(min_value=1, max_value=8),
+    st.one_of(st.none(), st.sets(st.integers(min_value=0, max_value=1200))),
+    st.integers(min_value=0, max_value=2),
+)
+def test_top_skips_frequent_tokens_yet_gives_the_top_k_of_one_sort_of_every_score(texts, copies, query, k, allowed,
+                                                                                 n_dead):
+    """MaxScore's top k (frequent tokens read only for the chunks still in the running) is the
+    top k of every score sorted once, ties by vector id, filtered or not, with masked chunks."""
+    corpus = [" ".join(words) for words in texts] * copies  # copies tie: the k-th is often a tie
+    table = lexical_table(corpus)
+    dead = np.arange(0, len(corpus), max(1, len(corpus) // (n_dead + 1)))[:n_dead].astype(np.int64)
+    settings_ = json.loads(table.schema.metadata[META_LEXICAL])
+    lexical = LexicalIndex([(table, dead)], settings_["n_chunks"] - len(dead), settings_["n_tokens"], "test")
+    query_text = " ".join(query)
+    allowed_ids = None if allowed is None else np.array(sorted(allowed), dtype=np.int64)
+    ids, scores = lexical.top(query_text, k, allowed_ids)
+    matched, every = lexical.scores(query_text)
+    keep = every > 0
+    if allowed_ids is not None:
+        keep &= np.isin(matched, allowed_ids)
+    matched, every = matched[keep], every[keep]
+    best = np.lexsort((matched, -every))[:k]
+    assert ids.tolist() == matched[best].tolist()
+    assert scores.tobytes() == every[best].tobytes()  # the same float32 bits
+
+
+def test_top_reads_a_frequent_token_only_for_the_chunks_a_rare_one_left_in_the_running():
+    corpus = ["the refund window is thirty days"] + ["the shipping of the parcel"] * 500
+    lexical = LexicalIndex.of_table(lexical_table(corpus))
+    terms = lexical._terms("the refund window")
+    assert len(lexical._candidates(terms, 1, None)) == 1  # 'the' is in all 501; 'refund' in one
+    assert lexical.top("the refund window", 1)[0].tolist() == [0]
+    assert len(lexical._candidates(terms, 3, None)) == 501  # a top 3 needs 'the' everywhere
