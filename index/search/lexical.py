@@ -65,6 +65,19 @@ class _Postings:
         at = np.searchsorted(ids, self.dead).clip(max=len(ids) - 1)
         return last - first - int(np.count_nonzero(ids[at] == self.dead))
 
+    def greatest_share(self, token: str, average: float) -> float:
+        """At least the term-frequency share (``bm25_weights``: tf / (tf + k1 (1 - b + b len / avg)))
+        of ``token`` in any chunk here: from its greatest count and least length (0: none holds it)."""
+        row = self.row_of.get(token)
+        if row is None:
+            return 0.0
+        first, last = int(self.offsets[row]), int(self.offsets[row + 1])
+        if first == last:
+            return 0.0
+        tf = float(self.counts[first:last].max())
+        least = float(self.lengths[first:last].min())
+        return tf / (tf + K1 * ((1 - B) + B * least / average)) if average else 1.0
+
     def found_at(self, token: str, vector_ids: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """(positions in ``vector_ids`` (ascending, live) that hold ``token`` here, their counts, their lengths)."""
         row = self.row_of.get(token)
@@ -140,8 +153,8 @@ class LexicalIndex:
         if k <= 0:
             return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float32)
         terms = self._terms(query)
-        matched = self._candidates(terms, k, allowed)
-        scores = self._exact_scores(terms, matched)
+        matched, scored = self._candidates(terms, k, allowed)
+        scores = self._exact_scores(terms, matched, scored)
         positive = scores > 0
         matched, scores = matched[positive], scores[positive]
         if k <= 0 or matched.size == 0:
@@ -160,29 +173,40 @@ class LexicalIndex:
         for token in (form for forms in query_tokens(query, self.languages) for form in forms):
             doc_freq = sum(part.live_count(token) for part in self._parts)
             if doc_freq:
-                terms.append(_Term(token, doc_freq, float(bm25_idf(doc_freq, self.n_chunks))))
+                idf = float(bm25_idf(doc_freq, self.n_chunks))
+                share = max(part.greatest_share(token, self._average) for part in self._parts)
+                terms.append(_Term(token, doc_freq, idf * share))
         return terms
 
-    def _candidates(self, terms: list[_Term], k: int, allowed: np.ndarray | None) -> np.ndarray:
-        """Ascending vector ids among which the ``k`` best chunks are, ties with the k-th included.
+    def _candidates(self, terms: list[_Term], k: int, allowed: np.ndarray | None) -> tuple[np.ndarray, dict]:
+        """Ascending vector ids among which the ``k`` best chunks are, ties with the k-th included,
+        and the weights computed on the way: term index -> [(vector ids, weights)].
 
-        MaxScore (Turtle and Flood, 1995): a token's weight in a chunk is below its IDF. The
-        tokens are scored rarest first; once the k-th best partial score exceeds the IDFs of the
-        tokens left, a chunk none of the scored tokens is in cannot reach the top k, and a chunk
-        whose partial score plus those IDFs falls short of the k-th cannot either. The frequent
-        tokens, whose postings are most of a query's (a corpus copied 64 times: 64 times as long),
-        are then not read. The partial sums run in another order than the exact ones (float32),
-        so the bounds keep a margin; the exact scores are summed afterwards (``_exact_scores``).
+        MaxScore (Turtle and Flood, 1995). A token's weight in a chunk is below its ``upper``
+        (its IDF times the greatest term-frequency share its postings allow). The tokens are
+        scored from the highest bound down; once the k-th best partial score exceeds the bounds
+        of the tokens left, a chunk none of the scored tokens is in cannot reach the top k, nor
+        can one whose partial score plus those bounds falls short of the k-th. The frequent
+        tokens, whose postings are most of a query's (a corpus copied 64 times: 64 times as
+        long), are then read only where the candidates are. The partial sums run in another
+        order than the exact ones (float32), so the bounds keep a margin; the exact scores are
+        summed afterwards in query order (``_exact_scores``).
         """
-        order = sorted(range(len(terms)), key=lambda i: -terms[i].idf)
-        left = np.cumsum([terms[i].idf for i in order][::-1])[::-1].tolist() + [0.0]  # IDFs from step i on
+        order = sorted(range(len(terms)), key=lambda i: -terms[i].upper)
+        left = np.cumsum([terms[i].upper for i in order][::-1])[::-1].tolist() + [0.0]  # bounds from step i on
         partial: np.ndarray | None = None
         touched: np.ndarray | None = None
+        scored: dict[int, list[tuple[np.ndarray, np.ndarray]]] = {}
         for step, i in enumerate(order):
+            scored[i] = []
             for ids, counts, lengths in filter(None, (part.live(terms[i].token) for part in self._parts)):
+                if not len(ids):
+                    continue
                 if partial is None or int(ids[-1]) >= len(partial):
                     partial, touched = _grown(partial, touched, int(ids[-1]) + 1)
-                partial[ids] += bm25_weights(counts, lengths, terms[i].doc_freq, self.n_chunks, self._average)
+                weights = bm25_weights(counts, lengths, terms[i].doc_freq, self.n_chunks, self._average)
+                scored[i].append((ids, weights))
+                partial[ids] += weights
                 touched[ids] = True
             if partial is None or not left[step + 1]:
                 continue
@@ -193,28 +217,36 @@ class LexicalIndex:
             kth = float(np.partition(at_least, len(at_least) - k)[len(at_least) - k])
             margin = 1e-4 * (kth + left[step + 1]) + 1e-6
             if kth - margin > left[step + 1]:  # no chunk outside the scored postings reaches the k-th
-                return candidates[at_least + left[step + 1] >= kth - margin].astype(np.int64)
+                return candidates[at_least + left[step + 1] >= kth - margin].astype(np.int64), scored
         if partial is None:
-            return np.zeros(0, dtype=np.int64)
-        return _allowed(np.flatnonzero(touched), allowed).astype(np.int64)
+            return np.zeros(0, dtype=np.int64), scored
+        return _allowed(np.flatnonzero(touched), allowed).astype(np.int64), scored
 
-    def _exact_scores(self, terms: list[_Term], vector_ids: np.ndarray) -> np.ndarray:
+    def _exact_scores(self, terms: list[_Term], vector_ids: np.ndarray, scored: dict) -> np.ndarray:
         """The BM25 scores of ``vector_ids`` (ascending, live), summed in float32 in query-token order
-        as ``scores`` sums them, so that both give the same bits."""
-        scores = np.zeros(len(vector_ids), dtype=np.float32)
-        for term in terms:
+        as ``scores`` sums them, so that both give the same bits: from the weights ``_candidates``
+        computed where it did, else from the postings at ``vector_ids``."""
+        if not len(vector_ids):
+            return np.zeros(0, dtype=np.float32)
+        size = max([int(vector_ids[-1]) + 1] + [int(ids[-1]) + 1 for pieces in scored.values() for ids, _ in pieces])
+        sums = np.zeros(size, dtype=np.float32)
+        for i, term in enumerate(terms):
+            if i in scored:
+                for ids, weights in scored[i]:
+                    sums[ids] += weights
+                continue
             for part in self._parts:
                 where, counts, lengths = part.found_at(term.token, vector_ids)
                 if len(where):
-                    scores[where] += bm25_weights(counts, lengths, term.doc_freq, self.n_chunks, self._average)
-        return scores
+                    sums[vector_ids[where]] += bm25_weights(counts, lengths, term.doc_freq, self.n_chunks, self._average)
+        return sums[vector_ids]
 
 
 @dataclass(frozen=True, slots=True)
 class _Term:
     token: str
     doc_freq: int  # live chunks holding it
-    idf: float  # above its weight in any chunk (bm25_weights: the IDF times a share below 1)
+    upper: float  # at least its weight in any chunk (bm25_weights: the IDF times a term-frequency share)
 
 
 def _grown(partial: np.ndarray | None, touched: np.ndarray | None, size: int) -> tuple[np.ndarray, np.ndarray]:
