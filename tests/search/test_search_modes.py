@@ -227,3 +227,23 @@ def test_a_lexical_search_loads_neither_torch_nor_the_model(sample_index_test_mo
                           capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "[]"
+
+
+def test_hybrid_answers_a_query_the_model_cannot_read_by_lexical_alone_without_the_model(tmp_path):
+    """The index's model (here a test double, taken for English) reads no Cyrillic: hybrid search
+    weighs its ranking 0 for a Russian query, so where BM25 finds k chunks the model is not loaded."""
+    corpus = tmp_path / "corpus"
+    corpus.mkdir()
+    (corpus / "ru.md").write_text(
+        "# Аэропорт\n\nВ прошлом году аэропорт перевёз двенадцать миллионов пассажиров.\n\n"
+        "# Вокзал\n\nНа вокзале работают четыре кассы и буфет.\n", encoding="utf-8")
+    (corpus / "en.md").write_text("# Airport\n\nThe airport carried twelve million passengers last year.\n",
+                                  encoding="utf-8")
+    build_index(corpus, tmp_path / "idx", BuildSettings(workers=1), embedder=HashingEmbedder())
+    idx = index.open(tmp_path / "idx")  # no embedder: a dense search would raise ModelError
+    query = "Сколько пассажиров перевёз аэропорт?"
+    [hit] = idx.search(query, k=1, mode="hybrid")
+    assert hit.doc_id == "ru.md" and hit.chunk_id == idx.search(query, k=1, mode="lexical")[0].chunk_id
+    assert idx._embedder is None
+    with pytest.raises(ModelError):
+        idx.search("How many passengers did the airport carry?", k=1, mode="hybrid")  # dense weighed: the model is needed
