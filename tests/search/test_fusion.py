@@ -78,6 +78,19 @@ def test_ties_go_to_the_heavier_ranking_by_rank_every_time(first, second, weight
     assert both == [c for c in heavier if c in lighter]
 
 
+@settings(max_examples=examples(100))
+@given(CHUNK_IDS, SCORES, CHUNK_IDS, SCORES, WEIGHTS, st.floats(0.5, 20), st.floats(-100, 100))
+def test_a_ranking_scored_on_another_scale_fuses_alike(lexical, lexical_scores, dense, dense_scores, weight, scale, shift):
+    """A cosine and a BM25 sum share nothing but their order: stretching or shifting one's scores
+    changes nothing (up to rounding: distinct scores only)."""
+    lexical_scores = [float(i) + s / 1000 for i, s in enumerate(lexical_scores)]
+    dense_scores = [float(i) + s / 1000 for i, s in enumerate(dense_scores)]
+    rescaled = [s * scale + shift for s in dense_scores]
+    before = fuse([(_ranking(lexical, lexical_scores), 1 - weight), (_ranking(dense, dense_scores), weight)], 24)
+    after = fuse([(_ranking(lexical, lexical_scores), 1 - weight), (_ranking(dense, rescaled), weight)], 24)
+    assert [h.score for h in after] == pytest.approx([h.score for h in before], abs=1e-6)
+
+
 def test_equal_weights_break_ties_by_the_earlier_ranking():
     a_first, b_first = _ranking(["a", "b"], [2.0, 1.0]), _ranking(["b", "a"], [2.0, 1.0])
     assert _ids(fuse([(a_first, 0.5), (b_first, 0.5)], 2)) == ["a", "b"]
