@@ -392,7 +392,7 @@ class Index:
         """The ``k`` best chunks for ``query``, best first.
 
         ``mode``: ``dense`` (embeddings), ``lexical`` (BM25) or ``hybrid`` (both, fused by
-        reciprocal rank); None: ``index.search.modes.DEFAULT_MODE`` (dense for a generation built
+        trust-weighted scores: ``index.search.fusion``); None: ``index.search.modes.DEFAULT_MODE`` (dense for a generation built
         before the lexical index). A lexical search never loads the embedding model.
         ``where``: a filter on the documents, applied before ranking (``index.search.filters``):
 

@@ -522,7 +522,7 @@ class SearchMode(StrEnum):
 
     DENSE = "dense"  # nearest vectors: cosine similarity of the embeddings
     LEXICAL = "lexical"  # BM25 over the chunks' tokens
-    HYBRID = "hybrid"  # both rankings fused by reciprocal rank
+    HYBRID = "hybrid"  # both rankings fused by their standardised scores, trust-weighted
 
 
 @dataclass(frozen=True, slots=True)
@@ -530,7 +530,7 @@ class SearchHit:
     """One retrieved chunk: where it is, and its exact text."""
 
     rank: int  # 1-based
-    score: float  # dense: cosine similarity; lexical: BM25 score; hybrid: reciprocal-rank-fusion score
+    score: float  # dense: cosine similarity; lexical: BM25 score; hybrid: the fused score (index.search.fusion)
     chunk_id: str
     doc_id: str
     doc_version: str

@@ -224,7 +224,7 @@ def _search(p: argparse.ArgumentParser) -> None:
                         "title, pages, modified, ocr, n_hidden_chars, ... and meta['key'] (README: Filtering search)")
     p.add_argument("--mode", choices=["dense", "lexical", "hybrid"],
                    help="dense: embeddings; lexical: BM25 (names, numbers, exact phrases); hybrid: both, "
-                        "fused by reciprocal rank (default lexical; dense for an index built before it)")
+                        "each weighed by how far it is trusted for the query (default lexical; dense for an index built before it)")
     json_option(p, "the hits (one array)")
     p.add_argument("--format", choices=["anthropic"],
                    help="anthropic: the hits as Claude Messages API search_result blocks (one JSON array)")

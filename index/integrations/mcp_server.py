@@ -92,7 +92,7 @@ def make_server(index_dir: str | Path, *, embedder=None) -> MCPServer:
         description="The k chunks that best match `query`, best first, each with its exact text, its "
         "span (code points into the document text), its pages and a locator that opens the source "
         "there. mode: dense (embeddings), lexical (BM25: names, numbers, exact phrases) or hybrid "
-        "(both, fused by reciprocal rank); omit it for the default (lexical). where: a SQL condition on "
+        "(both, fused by trust-weighted scores); omit it for the default (lexical). where: a SQL condition on "
         "the documents, applied before ranking, e.g. \"doc_id LIKE 'contracts/%' AND meta['team'] = 'legal'\" "
         "(columns doc_id, media_type, title, pages, modified, ocr, n_hidden_chars, meta['key'], ...).",
     )

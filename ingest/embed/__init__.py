@@ -11,6 +11,6 @@ import lazy_loader
 __getattr__, __dir__, __all__ = lazy_loader.attach(__name__, submod_attrs={
     "backends": ["make_embedder"],
     "embedder": ["Embedder", "SentenceTransformerEmbedder", "VectorQueue"],
-    "model": ["DEFAULT_MODEL_ID", "ModelInfo", "load_tokenizer", "resolve_model"],
+    "model": ["DEFAULT_MODEL_ID", "ModelInfo", "is_multilingual", "load_tokenizer", "resolve_model"],
     "onnx_backend": ["OnnxEmbedder"],
 })

@@ -16,6 +16,16 @@ from schemas.errors import ModelError
 
 DEFAULT_MODEL_ID = "sentence-transformers/all-MiniLM-L6-v2"
 
+# Sentence-transformers models trained on many languages, by the name they are published under
+# (a local folder keeps it: ``local:NAME@fingerprint``). Any name holding "multilingual" is one too
+# (paraphrase-multilingual-*, distiluse-base-multilingual-*, multilingual-e5-*, gte-multilingual-*).
+# Every other model is taken for an English one, as all-MiniLM-L6-v2 is: hybrid search then
+# trusts its ranking less for a query in another script or language (``index.search.fusion``).
+MULTILINGUAL_MODELS = frozenset({
+    "labse", "bge-m3", "jina-embeddings-v3", "snowflake-arctic-embed-m-v2.0", "snowflake-arctic-embed-l-v2.0",
+    "nomic-embed-text-v2-moe",
+})
+
 
 def offline() -> None:
     """No code path may reach a model hub: say so to every HF library before it loads."""
@@ -52,6 +62,18 @@ def resolve_model(model: str | Path | None = None) -> ModelInfo:
     if not (path / "tokenizer.json").is_file():
         raise ModelError(f"{path} has no tokenizer.json (a fast tokenizer is needed for offsets)")
     return ModelInfo(path=path, model_id=model_id, max_seq_length=_max_seq_length(path))
+
+
+def is_multilingual(model_id: str) -> bool:
+    """Whether the model an index records was trained on many languages (see ``MULTILINGUAL_MODELS``).
+
+    >>> is_multilingual(DEFAULT_MODEL_ID), is_multilingual("local:paraphrase-multilingual-MiniLM-L12-v2@0123456789ab")
+    (False, True)
+    >>> is_multilingual("local:LaBSE@0123456789ab"), is_multilingual("local:my-model@0123456789ab")
+    (True, False)
+    """
+    name = model_id.removeprefix("local:").rsplit("@", 1)[0].rsplit("/", 1)[-1].lower()
+    return "multilingual" in name or name in MULTILINGUAL_MODELS
 
 
 def _fingerprint(path: Path) -> str:

@@ -17,8 +17,9 @@ notice in nine languages read as a whole came out as Scottish Gaelic), that is, 
 is in the language found for the whole, the document's language is the one most of its chunk
 text is in.
 
-A query is too short for this to be trusted (a name, three words): the reader does not ask
-for a query's language (see ``ingest.store.lexical``).
+A query is often too short for this to be trusted (a name, three words): lexical search does not
+ask for a query's language (see ``ingest.store.lexical``); hybrid search asks, to weigh the dense
+ranking, and gets "" under ``MIN_LETTERS`` (``index.search.fusion``).
 """
 
 from __future__ import annotations

@@ -135,13 +135,14 @@ def test_a_filter_matching_fewer_than_k_chunks_returns_exactly_them(two_segment_
 
 
 def test_hybrid_fuses_the_two_filtered_rankings(two_segment_index):
-    from index.search.fusion import candidates, fuse
+    from index.search.fusion import candidates, dense_weight, fuse
 
     idx = two_segment_index
     where = "doc_id LIKE 'memos/%'"
-    depth = candidates(5)
-    expected = fuse([idx.search(QUERY, k=depth, mode="dense", where=where),
-                     idx.search(QUERY, k=depth, mode="lexical", where=where)], 5)
+    depth, weight = candidates(5), dense_weight(QUERY, multilingual=False)
+    assert 0 < weight < 1
+    expected = fuse([(idx.search(QUERY, k=depth, mode="lexical", where=where), 1 - weight),
+                     (idx.search(QUERY, k=depth, mode="dense", where=where), weight)], 5)
     hits = idx.search(QUERY, k=5, mode="hybrid", where=where)
     assert [h.chunk_id for h in hits] == [h.chunk_id for h in expected]
     assert all(h.doc_id.startswith("memos/") for h in hits)

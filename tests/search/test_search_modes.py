@@ -227,3 +227,52 @@ def test_a_lexical_search_loads_neither_torch_nor_the_model(sample_index_test_mo
                           capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "[]"
+
+
+def test_hybrid_answers_a_query_the_model_cannot_read_by_lexical_alone_without_the_model(tmp_path):
+    """The index's model (here a test double, taken for English) reads no Cyrillic: hybrid search
+    weighs its ranking 0 for a Russian query, so where BM25 finds k chunks the model is not loaded."""
+    corpus = tmp_path / "corpus"
+    corpus.mkdir()
+    (corpus / "ru.md").write_text(
+        "# Аэропорт\n\nВ прошлом году аэропорт перевёз двенадцать миллионов пассажиров.\n\n"
+        "# Вокзал\n\nНа вокзале работают четыре кассы и буфет.\n", encoding="utf-8")
+    (corpus / "en.md").write_text("# Airport\n\nThe airport carried twelve million passengers last year.\n",
+                                  encoding="utf-8")
+    build_index(corpus, tmp_path / "idx", BuildSettings(workers=1), embedder=HashingEmbedder())
+    idx = index.open(tmp_path / "idx")  # no embedder: a dense search would raise ModelError
+    query = "Сколько пассажиров перевёз аэропорт?"
+    [hit] = idx.search(query, k=1, mode="hybrid")
+    assert hit.doc_id == "ru.md" and hit.chunk_id == idx.search(query, k=1, mode="lexical")[0].chunk_id
+    assert idx._embedder is None
+    with pytest.raises(ModelError):
+        idx.search("How many passengers did the airport carry?", k=1, mode="hybrid")  # dense weighed: the model is needed
+
+
+def test_hybrid_trusts_a_multilingual_models_ranking_for_a_query_in_any_script(tmp_path):
+    """The manifest's model id names a multilingual model: the Russian query's dense ranking
+    counts as much as for an English one (the same index under an English id counts it 0)."""
+    from index.search.fusion import DENSE_WEIGHT, candidates, fuse
+
+    class MultilingualDouble(HashingEmbedder):
+        model_id = "local:paraphrase-multilingual-double@000000000000"
+
+        def __init__(self) -> None:
+            super().__init__()
+            self.model_id = MultilingualDouble.model_id
+
+    corpus = tmp_path / "corpus"
+    corpus.mkdir()
+    texts = ["Аэропорт перевёз двенадцать миллионов пассажиров.", "Сколько стоит билет? Вокзал открыт.",
+             "Аэропорт закрыт на ремонт.", "Сколько пассажиров? Погода хорошая, аэропорт открыт, вокзал закрыт."]
+    for n, text in enumerate(texts):
+        (corpus / f"ru{n}.md").write_text(text + "\n", encoding="utf-8")
+    build_index(corpus, tmp_path / "idx", BuildSettings(workers=1), embedder=MultilingualDouble())
+    idx = index.open(tmp_path / "idx", embedder=MultilingualDouble())
+    query = "Сколько пассажиров перевёз аэропорт?"
+    depth = candidates(3)
+    lexical, dense = idx.search(query, k=depth, mode="lexical"), idx.search(query, k=depth, mode="dense")
+    expected = fuse([(lexical, 1 - DENSE_WEIGHT), (dense, DENSE_WEIGHT)], 3)
+    assert [h.chunk_id for h in idx.search(query, k=3, mode="hybrid")] == [h.chunk_id for h in expected]
+    assert [h.score for h in idx.search(query, k=3, mode="hybrid")] == [h.score for h in expected]
+    assert [h.score for h in expected] != [h.score for h in fuse([(lexical, 1.0), (dense, 0.0)], 3)]

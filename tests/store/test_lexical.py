@@ -1,6 +1,5 @@
-"""The lexical index: tokens that match across scripts and spellings, BM25 weights equal to
-bm25s's own (streamed, to the bit), and reciprocal rank fusion that keeps every chunk once, best
-first."""
+"""The lexical index: tokens that match across scripts and spellings, and BM25 weights equal to
+bm25s's own (streamed, to the bit). (Fusing it with the dense ranking: tests/search/test_fusion.py.)"""
 
 from __future__ import annotations
 
@@ -15,7 +14,6 @@ import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from index.search.fusion import fuse
 from index.search.lexical import LexicalIndex
 from ingest.store import lexical as lexical_module
 from ingest.store.lexical import (
@@ -33,7 +31,6 @@ from ingest.store.lexical import (
 )
 from schemas.tables import META_LEXICAL
 from schemas.errors import IndexFormatError
-from schemas.records import SearchHit
 
 import conftest
 from conftest import ROOT, examples, needs_shared_corpus
@@ -245,26 +242,6 @@ def test_a_table_built_with_other_settings_is_refused():
         LexicalIndex.of_table(table.replace_schema_metadata(stale), "old.parquet")
     with pytest.raises(IndexFormatError, match="not a spanindex lexical table"):
         LexicalIndex.of_table(table.replace_schema_metadata({}), "plain.parquet")
-
-
-def _hits(ids: list[str]) -> list[SearchHit]:
-    return [SearchHit(rank, 1.0 / rank, c, "d", "v", 0, 1, None, None, c) for rank, c in enumerate(ids, start=1)]
-
-
-@settings(max_examples=examples(200))
-@given(
-    st.lists(st.sampled_from("abcdefghij"), unique=True, max_size=10),
-    st.lists(st.sampled_from("abcdefghij"), unique=True, max_size=10),
-    st.integers(0, 12),
-)
-def test_fusion_keeps_each_chunk_once_best_first(dense, lexical, k):
-    fused = fuse([_hits(dense), _hits(lexical)], k)
-    ids = [h.chunk_id for h in fused]
-    assert len(ids) == len(set(ids)) == min(k, len(set(dense) | set(lexical)))
-    assert [h.rank for h in fused] == list(range(1, len(fused) + 1))
-    assert all(a.score >= b.score for a, b in zip(fused, fused[1:]))
-    if dense and lexical and dense[0] == lexical[0] and k:
-        assert ids[0] == dense[0]  # first in both rankings is first
 
 
 def test_the_labelled_answers_tokens_are_in_their_documents_tokens():

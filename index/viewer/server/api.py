@@ -85,7 +85,7 @@ def api_search(
     k: Annotated[int, Query(ge=1, le=MAX_K, description="number of hits")] = 5,
     mode: Annotated[
         SearchMode | None,
-        Query(description="dense (embeddings), lexical (BM25) or hybrid (reciprocal rank fusion); default lexical"),
+        Query(description="dense (embeddings), lexical (BM25) or hybrid (both, fused by trust-weighted scores); default lexical"),
     ] = None,
     where: Annotated[
         str | None,
