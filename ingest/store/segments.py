@@ -20,6 +20,7 @@ import shutil
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from ingest.store.lexical import ANALYSED_CHUNK_COLUMNS, chunk_analyses, lexical_tokens
 from ingest.store.publish import fsync_dir
@@ -67,26 +68,62 @@ def plan_merge(refs: list[SegmentRef], everything: bool = False) -> list[str]:
     return []
 
 
+MERGE_BATCH_DOCUMENTS = 512  # documents a merge copies at a time: what it holds of each table
+
+
 def merge_segments(live: LiveSegments, names: list[str], writer: SegmentWriter, vector_base: int) -> None:
     """Copy the live documents of the segments ``names`` into ``writer``, in doc_id order, their
-    chunks given vector ids from ``vector_base`` on."""
+    chunks given vector ids from ``vector_base`` on.
+
+    A few hundred documents at a time, table by table: each segment's rows of them read in one
+    pass over the row groups holding them and put in doc_id order together (a read per document
+    and table cost a 100,000-document compaction most of its 170 s).
+    """
     merged = [s for s in live.segments if s.name in names]
-    documents: list[tuple[str, SegmentFiles]] = []
-    for segment in merged:
+    documents: list[tuple[str, int]] = []
+    for at, segment in enumerate(merged):
         masked = live.masked(segment)
         doc_ids = segment.table("documents", ["doc_id"]).column("doc_id").to_pylist()
-        documents.extend((doc_id, segment) for doc_id in doc_ids if doc_id not in masked)
+        documents.extend((doc_id, at) for doc_id in doc_ids if doc_id not in masked)
+    documents.sort()
     next_id = vector_base
-    for doc_id, segment in sorted(documents, key=lambda d: d[0]):
-        writer.add_document(document_records(segment.rows_of("documents", doc_id))[0])
-        _copy_maps(segment, doc_id, writer)
-        chunks = segment.rows_of("chunks", doc_id)
+    for first in range(0, len(documents), MERGE_BATCH_DOCUMENTS):
+        batch = documents[first : first + MERGE_BATCH_DOCUMENTS]
+        by_segment: dict[int, list[str]] = {}
+        for doc_id, at in batch:
+            by_segment.setdefault(at, []).append(doc_id)
+        for record in document_records(_in_doc_order(merged, by_segment, "documents")[0]):
+            writer.add_document(record)
+        for table_name in DOCUMENT_MAP_TABLES:
+            writer.add_rows(table_name, _in_doc_order(merged, by_segment, table_name)[0])
+        chunks, vectors = _in_doc_order(merged, by_segment, "chunks")
         if chunks.num_rows:
-            old = chunks.column("vector_id").to_numpy().astype(np.int64)
-            writer.add_vectors(segment.vectors()[old - segment.ref.vector_base])
-            ids = pa.array(np.arange(next_id, next_id + len(old), dtype=np.int64))
-            next_id += len(old)
+            writer.add_vectors(vectors)
+            ids = pa.array(np.arange(next_id, next_id + chunks.num_rows, dtype=np.int64))
+            next_id += chunks.num_rows
             writer.add_rows("chunks", chunks.set_column(chunks.schema.get_field_index("vector_id"), "vector_id", ids))
+
+
+def _in_doc_order(merged: list[SegmentFiles], by_segment: dict[int, list[str]],
+                  table_name: str) -> tuple[pa.Table, np.ndarray | None]:
+    """The rows of some documents from the segments holding them, in doc_id order, each
+    document's rows in their stored order; for chunks, their vectors in the same order."""
+    pieces, vectors = [], []
+    for at, doc_ids in by_segment.items():
+        rows = merged[at].rows_of_documents(table_name, doc_ids)
+        pieces.append(rows)
+        if table_name == "chunks" and rows.num_rows:
+            old = rows.column("vector_id").to_numpy().astype(np.int64)
+            vectors.append(merged[at].vectors()[old - merged[at].ref.vector_base])
+    rows = pa.concat_tables(pieces) if len(pieces) > 1 else pieces[0]
+    # a stable sort by doc_id: rows of one document come from one segment, in their order
+    order = pc.sort_indices(rows.append_column("_at", pa.array(np.arange(rows.num_rows, dtype=np.int64))),
+                            sort_keys=[("doc_id", "ascending"), ("_at", "ascending")])
+    ordered = rows.take(order)
+    if table_name != "chunks":
+        return ordered, None
+    joined = np.concatenate(vectors) if vectors else np.zeros((0, 0), dtype=np.float32)
+    return ordered, joined[order.to_numpy()] if len(joined) else joined
 
 
 def carried_rows(live: LiveSegments, doc_id: str) -> tuple[pa.Table, dict[str, pa.Table]]:
