@@ -16,7 +16,6 @@ import numpy as np
 import pytest
 
 from index.fsck import fsck
-from index.store import Generation
 from ingest.build import BuildSettings, build_index
 from ingest.corpus import discover
 from ingest.embed.model import resolve_model
@@ -25,7 +24,6 @@ from ingest.run.pool import process_in_workers
 from ingest.run.ray_driver import RayExecutor, RaySettings
 from ingest.run.worker import FileJob, WorkerSettings, crashed_result, timed_out_result
 from schemas.errors import ClusterError
-from schemas.layout import IndexPaths, read_current
 from schemas.records import ChunkerSettings, DocStatus, MediaType
 
 import doubles
@@ -33,11 +31,9 @@ from conftest import SAMPLE_CORPUS, SHARED_CORPUS, needs_shared_corpus
 from doubles import HashingEmbedder
 from doubles import process_source_failing_on_marked_files as failing
 from ray_processes import EXIT_WAIT_S, ray_processes, wait_for_no_strays, wait_until_none
+from same_generation import assert_same_generation, live_generation
 
 pytestmark = [pytest.mark.slow, pytest.mark.spawns]  # a Ray instance: processes, and seconds to start
-
-TABLES = ("documents", "chunks", "pdf_chars", "pdf_pages", "html_map", "hidden_text", "office_map", "office_pages",
-          "office_cells")
 
 
 @pytest.fixture(scope="module")
@@ -52,43 +48,6 @@ def ray_executor():
         yield running
     strays = wait_for_no_strays(before)
     assert not strays, f"Ray processes left running after shutdown: {strays}"
-
-
-def live_generation(index_dir: Path) -> Generation:
-    paths = IndexPaths(Path(index_dir))
-    return Generation(paths, read_current(paths))
-
-
-def assert_same_generation(mine: Path, theirs: Path, atol: float, same_files: bool = True) -> None:
-    """Row for row the same tables, vectors equal within ``atol``, and (unless an index keeps
-    older generations' texts) the same texts and sources."""
-    a, b = live_generation(mine), live_generation(theirs)
-    for name in TABLES:  # live rows by document (an incremental build keeps unchanged ones in older segments)
-        assert _by_document(a.table(name)) == _by_document(b.table(name)), f"{name} differs"
-    assert a.manifest.documents_by_status == b.manifest.documents_by_status
-    mine_vectors, theirs_vectors = _vectors_by_chunk(a), _vectors_by_chunk(b)
-    assert mine_vectors.keys() == theirs_vectors.keys()
-    for chunk_id, vector in mine_vectors.items():
-        np.testing.assert_allclose(vector, theirs_vectors[chunk_id], atol=atol, rtol=0)
-    for folder in ("texts", "sources") if same_files else ():
-        names = sorted(p.name for p in (Path(mine) / folder).iterdir())
-        assert names == sorted(p.name for p in (Path(theirs) / folder).iterdir()), folder
-    assert fsck(mine) == []
-
-
-def _by_document(table) -> list[dict]:
-    """A table's rows in doc_id order, each document's in its own order, vector ids left out."""
-    if "vector_id" in table.column_names:
-        table = table.drop_columns(["vector_id"])
-    rows = table.to_pylist()
-    return [rows[i] for i in sorted(range(len(rows)), key=lambda i: (rows[i]["doc_id"], i))]
-
-
-def _vectors_by_chunk(generation) -> dict[str, np.ndarray]:
-    ids, vectors = generation.vectors()
-    row_of = {v: i for i, v in enumerate(ids.tolist())}
-    chunks = generation.table("chunks", ["chunk_id", "vector_id"])
-    return {c: vectors[row_of[v]] for c, v in zip(chunks.column("chunk_id").to_pylist(), chunks.column("vector_id").to_pylist())}
 
 
 # -- builds -----------------------------------------------------------------------------------

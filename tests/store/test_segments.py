@@ -279,8 +279,8 @@ def test_an_unchanged_file_is_known_by_its_size_and_mtime_and_not_read(tmp_path,
     assert segment.mtimes_trusted_before_ns <= docs["docs/fresh.md"].source_mtime_ns  # written within RACY_SECONDS
     assert segment.mtimes_trusted_before_ns > docs["docs/getting-started.md"].source_mtime_ns
     reads = []
-    real = worker.read_corpus_file
-    monkeypatch.setattr(worker, "read_corpus_file", lambda path, *a: reads.append(path.name) or real(path, *a))
+    real = worker.read_source_bytes
+    monkeypatch.setattr(worker, "read_source_bytes", lambda path, *a: reads.append(path.name) or real(path, *a))
     edited = corpus / "docs" / "getting-started.md"
     text = edited.read_text()
     edited.write_text(text.replace("a", "e", 1))  # the same size, a new mtime
