@@ -325,6 +325,8 @@ def _write_generation(corpus, paths, settings, model, executor, embedder, live, 
                 continue
             if result.write_error:
                 raise write_failure(paths, result.write_error, read_current(paths))
+            if result.store_error:  # nothing is published: the live generation keeps serving
+                raise CorpusError(result.store_error)
             record = dataclasses.replace(result.record, metadata=fields.get(result.doc_id, NO_METADATA))
             if result.doc_id in live_files:
                 report.changed += 1

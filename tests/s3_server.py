@@ -43,10 +43,15 @@ class RequestLog:
 
     app: object
     requests: list[Request] = field(default_factory=list)
+    failing: str = ""  # "": moto answers; "reads": object GETs get 503 SlowDown; "all": every request does
 
     def __call__(self, environ, start_response):
         request = Request(environ["REQUEST_METHOD"], environ.get("PATH_INFO", ""), environ.get("QUERY_STRING", ""))
         self.requests.append(request)
+        if self.failing == "all" or (self.failing == "reads" and _is_object_read(request)):
+            start_response("503 Slow Down", [("Content-Type", "application/xml")])
+            yield _SLOW_DOWN
+            return
         for piece in self.app(environ, start_response):
             request.bytes_sent += len(piece)
             yield piece
@@ -73,8 +78,7 @@ class S3Server:
 
     def gets(self, since: int = 0) -> list[Request]:
         """The object reads (GET of a key, not a listing) answered since request number ``since``."""
-        return [r for r in self.log.requests[since:] if r.method == "GET" and "list-type" not in r.query
-                and r.path.count("/") >= 2]
+        return [r for r in self.log.requests[since:] if _is_object_read(r)]
 
     def require_credentials(self, required: bool) -> None:
         """Make the server check credentials as AWS does (it has no user, so none pass), or stop checking."""
@@ -106,6 +110,14 @@ def running_s3_server(monkeypatch) -> Iterator[S3Server]:
         server.shutdown()
         thread.join(timeout=10)
         server.server_close()
+
+
+_SLOW_DOWN = (b'<?xml version="1.0" encoding="UTF-8"?><Error><Code>SlowDown</Code>'
+              b"<Message>Please reduce your request rate.</Message></Error>")
+
+
+def _is_object_read(request: Request) -> bool:
+    return request.method == "GET" and "list-type" not in request.query and request.path.strip("/").count("/") >= 1
 
 
 def _moto_api(endpoint: str, action: str, body: bytes = b"") -> None:

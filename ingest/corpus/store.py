@@ -149,7 +149,9 @@ def discover_in_store(url: str) -> Discovery:
 
 def read_object(url: str, listed: ListedObject | None, max_bytes: int | None) -> bytes:
     """The bytes of one object; ``NotReadable`` for an object over ``max_bytes`` (by its listed
-    size, never read; or grown past it since: no more than ``max_bytes + 1`` bytes are fetched)."""
+    size, never read; or grown past it since: no more than ``max_bytes + 1`` bytes are fetched);
+    ``FileNotFoundError``/``PermissionError`` for this object alone; ``StoreFailure`` when the
+    store itself fails (errors and timeouts the driver's retries did not get past)."""
     if max_bytes is not None and listed is not None and listed.size > max_bytes:
         raise NotReadable(f"file too large: {listed.size:,} bytes, the limit is {max_bytes:,} (--max-file-mb)")
     if listed is not None and listed.size == 0:
@@ -157,16 +159,21 @@ def read_object(url: str, listed: ListedObject | None, max_bytes: int | None) ->
     fs, path = store_of(url)
     try:
         data = fs.cat_file(path, start=0, end=None if max_bytes is None else max_bytes + 1)
-    except OSError as exc:
-        raise OSError(exc.errno, scrubbed(exc.strerror or str(exc))) from None
-    except Exception as exc:  # noqa: BLE001 — a driver's own error: this object's row says why
-        raise OSError(None, _store_failure(exc)) from None
+    except (FileNotFoundError, PermissionError) as exc:  # this object's: gone since the listing, or not ours to read
+        raise type(exc)(exc.errno, scrubbed(exc.strerror or str(exc))) from None
+    except Exception as exc:  # noqa: BLE001 — the store's (after the driver's retries), whatever type the driver gives it
+        raise StoreFailure(f"{shown(url)}: the store failed: {_store_failure(exc, 'reading')}") from None
     if max_bytes is not None and len(data) > max_bytes:
         raise NotReadable(f"file too large: over {max_bytes:,} bytes, the limit (--max-file-mb)")
     return data
 
 
-def _store_failure(exc: BaseException) -> str:
+class StoreFailure(Exception):
+    """The store failed (not one object): the build stops rather than write error rows for documents
+    that are fine, and the live generation keeps serving. ``str`` is one line naming the URL."""
+
+
+def _store_failure(exc: BaseException, doing: str = "listing") -> str:
     """What went wrong with the store, in one line without credentials."""
     if isinstance(exc, CorpusError):
         return exc.message
@@ -175,7 +182,7 @@ def _store_failure(exc: BaseException) -> str:
     if isinstance(exc, PermissionError):
         return f"access denied ({scrubbed(str(exc)) or 'check the credentials'})"
     text = scrubbed(str(exc)).strip().splitlines()
-    return f"cannot list the corpus: {type(exc).__name__}{': ' + text[-1] if text else ''}"
+    return f"{doing} failed: {type(exc).__name__}{': ' + text[-1] if text else ''}"
 
 
 def scrubbed(text: str) -> str:

@@ -32,7 +32,7 @@ from typing import TYPE_CHECKING
 import pyarrow as pa
 
 from ingest.text import chunk_languages, chunk_spans, make_chunks
-from ingest.corpus import ListedObject, NotReadable, read_source_bytes
+from ingest.corpus import ListedObject, NotReadable, StoreFailure, read_source_bytes
 from ingest.embed import ModelInfo, load_tokenizer
 from ingest.formats import RENDERED_TYPES, parse_document
 from ingest.formats import Passwords
@@ -132,6 +132,7 @@ class DocResult:
     office_layout: OfficeLayoutStats | None = None  # an office document rendered by LibreOffice
     files: DocumentFiles | None = None  # to store, when the worker had no index folder
     write_error: str = ""  # the index could not be written (disk full, read-only): the build must stop
+    store_error: str = ""  # the corpus's object store failed (not this object): the build must stop
     remote: RemoteRows | None = None  # rows left on a Ray cluster, for a writer there (not in this process)
 
     @property
@@ -307,6 +308,8 @@ def read_source(job: FileJob, settings: WorkerSettings) -> bytes | DocResult:
         source = read_source_bytes(job.path, settings.corpus_root, settings.max_file_bytes, job.url, job.listed)
     except NotReadable as exc:
         return DocResult(job.doc_id, _error_record(job, str(exc)))
+    except StoreFailure as exc:  # not this document's fault: the whole build stops
+        return DocResult(job.doc_id, _error_record(job, "not read"), store_error=str(exc))
     except OSError as exc:
         what = "object" if job.url else "file"
         return DocResult(job.doc_id, _error_record(job, f"cannot read the {what}: {exc.strerror or exc}"))

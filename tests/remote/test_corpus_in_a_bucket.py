@@ -11,6 +11,7 @@ import shutil
 import pytest
 
 from index import open as open_index
+from index.fsck import fsck
 from ingest.build import BuildSettings, build_index
 from ingest.corpus import discover
 from schemas.errors import CorpusError
@@ -125,6 +126,28 @@ def test_a_missing_bucket_or_prefix_is_one_error_naming_the_url_and_nothing_is_w
             _build(url, tmp_path / "idx")
         assert str(raised.value).startswith(f"{url}: ") and "\n" not in str(raised.value)
         assert not (tmp_path / "idx").exists()
+
+
+def test_a_failing_store_is_retried_then_one_error_and_the_live_generation_keeps_serving(s3, tmp_path, monkeypatch):
+    monkeypatch.setenv("AWS_MAX_ATTEMPTS", "2")  # botocore's retries (and s3fs's around them), kept short
+    url = s3.upload(SAMPLE_CORPUS / "docs", "docs")
+    s3.log.failing = "all"
+    before = len(s3.log.requests)
+    with pytest.raises(CorpusError, match="listing failed") as raised:
+        _build(url, tmp_path / "idx")
+    assert str(raised.value).startswith(f"{url}: ") and "\n" not in str(raised.value)
+    assert len(s3.log.requests) - before > 2  # the one listing request was retried, with backoff
+    assert not (tmp_path / "idx").exists()
+
+    s3.log.failing = ""
+    first = _build(url, tmp_path / "idx")
+    s3.client().put_object(Bucket="corpus-bucket", Key="docs/long-policy.md", Body=b"# Changed\n\nNew text.\n")
+    s3.log.failing = "reads"  # listed fine, then every read fails: no document may become an error row
+    with pytest.raises(CorpusError, match="the store failed") as raised:
+        _build(url, tmp_path / "idx")
+    assert str(raised.value).startswith(f"{url}/long-policy.md: the store failed")
+    assert live_generation(tmp_path / "idx").manifest.generation == first.generation
+    assert fsck(tmp_path / "idx") == []
 
 
 def test_credentials_in_the_url_are_refused_without_being_shown(s3, tmp_path):
