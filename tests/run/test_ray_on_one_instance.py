@@ -121,6 +121,21 @@ def test_writer_actors_write_a_segment_per_run_of_files_and_the_build_is_the_loc
     assert_same_generation(tmp_path / "idx", tmp_path / "local", atol=0, same_files=False)
 
 
+def test_a_ray_build_reads_a_bucket_as_a_local_build_reads_the_folder(ray_executor, s3, tmp_path):
+    """The driver lists the prefix and reads each object through the store's driver; the rows are the folder's."""
+    url = s3.upload(SAMPLE_CORPUS, "corpus")
+    first = build_index(url, tmp_path / "idx", BuildSettings(), embedder=HashingEmbedder(), executor=ray_executor)
+    build_index(SAMPLE_CORPUS, tmp_path / "local", BuildSettings(workers=1), embedder=HashingEmbedder())
+    assert_same_generation(tmp_path / "idx", tmp_path / "local", atol=0,
+                           documents_except=("source_url", "source_mtime_ns", "source_etag"))
+    local = {d["doc_id"]: d["source_url"] for d in live_generation(tmp_path / "local").table("documents").to_pylist()}
+    for row in live_generation(tmp_path / "idx").table("documents").to_pylist():  # the page's own address, else the object's
+        assert row["source_url"] == (local[row["doc_id"]] or f"{url}/{row['doc_id']}")
+    before = len(s3.log.requests)
+    again = build_index(url, tmp_path / "idx", BuildSettings(), embedder=HashingEmbedder(), executor=ray_executor)
+    assert again.unchanged == first.n_files and s3.gets(before) == []
+
+
 def _vector_ids(index_dir: Path) -> dict[str, int]:
     chunks = live_generation(index_dir).table("chunks", ["chunk_id", "vector_id"])
     return dict(zip(chunks.column("chunk_id").to_pylist(), chunks.column("vector_id").to_pylist()))
