@@ -175,3 +175,20 @@ def test_the_cli_says_in_one_line_what_is_wrong_with_the_store_and_exits_as_for_
     assert line.startswith(f"spanindex: {url}: access denied")
     assert "spanindex-test-secret" not in run.stderr + run.stdout
     assert not (tmp_path / "idx").exists()
+
+
+def test_a_file_url_is_the_folder_it_names():
+    as_url, as_path = discover(SAMPLE_CORPUS.as_uri()), discover(SAMPLE_CORPUS)
+    assert [(f.doc_id, f.path) for f in as_url.files] == [(f.doc_id, f.path) for f in as_path.files]
+    assert not any(f.url for f in as_url.files)
+
+
+def test_a_store_whose_driver_is_not_installed_names_the_package_to_install(tmp_path):
+    import importlib.util
+
+    for url, package in [("gs://bucket/corpus", "gcsfs"), ("az://container/corpus", "adlfs")]:
+        if importlib.util.find_spec(package) is not None:
+            continue  # installed: its own driver answers
+        with pytest.raises(CorpusError, match=f"^{url}: reading {url.split(':')[0]}:// needs {package} "):
+            _build(url, tmp_path / "idx")
+        assert not (tmp_path / "idx").exists()
