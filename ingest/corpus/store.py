@@ -5,10 +5,11 @@ to the prefix, names starting with '.' are not part of the corpus, the media typ
 the name, and the user's metadata files (``NAME.meta.json``, ``metadata.jsonl``) are listed
 apart. There are no links, FIFOs or devices in a store, and keys are UTF-8.
 
-Listing goes through fsspec and the store's own driver (s3fs on botocore for ``s3://``),
-folder by folder, a page of keys per request; only the current folder's page is held, and
-each object becomes a small ``CorpusFile`` with what the listing says of it (``ListedObject``:
-size, modification time, ETag). A build reads an object only when those differ from what the
+Listing goes through fsspec and the store's own driver (s3fs on botocore for ``s3://``): on
+S3 one flat listing of the prefix, 1,000 keys per request, pulled a page at a time, so that only
+a page of the driver's answers is held; each object becomes a small ``CorpusFile`` with what the
+listing says of it (``ListedObject``: size, modification time, ETag). Other stores are walked
+folder by folder (fsspec's ``walk``). A build reads an object only when those differ from what the
 live generation recorded (``ingest.run.worker.stat_unchanged``).
 
 Credentials come from the driver's standard chain (for S3: environment, profile, instance
@@ -25,6 +26,7 @@ import datetime
 import os
 import re
 import urllib.parse
+from collections.abc import Iterator
 
 from ingest.corpus.folder import CorpusFile, Discovery, ListedObject, NotReadable, SkippedFile, is_metadata_file
 from ingest.formats import media_type_of
@@ -124,27 +126,57 @@ def discover_in_store(url: str) -> Discovery:
     metadata: list[CorpusFile] = []
     skipped: list[SkippedFile] = []
     try:
-        for folder, below, objects in fs.walk(root, detail=True, on_error="raise"):
-            for name in [n for n in below if n.startswith(".")]:  # never listed: not part of the corpus
-                del below[name]
-            relative_folder = folder.rstrip("/")[len(root) + 1:] if folder.rstrip("/") != root else ""
-            for name, info in sorted(objects.items()):
-                if name.startswith(".") or info.get("type") == "directory" or not name:
-                    continue
-                relative = f"{relative_folder}/{name}" if relative_folder else name
-                is_metadata = media_type_of(relative) is None and is_metadata_file(relative)
-                if media_type_of(relative) is None and not is_metadata:
-                    skipped.append(SkippedFile(relative, SkipReason.UNKNOWN_TYPE))
-                    continue
-                listed = ListedObject(int(info.get("size") or 0), _mtime_ns(info), _etag(info))
-                (metadata if is_metadata else files).append(CorpusFile(relative, None, url=f"{base}/{relative}",
-                                                                       listed=listed))
+        for relative, info in _listing(fs, root):
+            if not relative or relative.endswith("/") or any(part.startswith(".") for part in relative.split("/")):
+                continue  # a folder marker, or a name starting with '.': not part of the corpus
+            is_metadata = media_type_of(relative) is None and is_metadata_file(relative)
+            if media_type_of(relative) is None and not is_metadata:
+                skipped.append(SkippedFile(relative, SkipReason.UNKNOWN_TYPE))
+                continue
+            listed = ListedObject(int(info.get("size") or 0), _mtime_ns(info), _etag(info))
+            (metadata if is_metadata else files).append(CorpusFile(relative, None, url=f"{base}/{relative}",
+                                                                   listed=listed))
     except Exception as exc:  # noqa: BLE001 — each driver raises its own types; all mean one thing here
         raise CorpusError(f"{base}: {_store_failure(exc)}") from None
     if not files and not metadata and not skipped:
-        raise CorpusError(f"{base}: no objects under this prefix (is the bucket or the prefix misspelt?)")
+        raise CorpusError(f"{base}: no such bucket or prefix")  # a prefix is there only while objects are under it
     return Discovery(sorted(files, key=lambda f: f.doc_id), sorted(skipped, key=lambda s: s.doc_id), base,
                      sorted(metadata, key=lambda f: f.doc_id))
+
+
+LISTING_PAGE = 1000  # keys S3 gives per listing request, and what is held of a listing at a time
+
+
+def _listing(fs, root: str) -> Iterator[tuple[str, dict]]:
+    """(key relative to ``root``, the driver's info) of every object under ``root``. On S3, one flat
+    listing (ListObjectsV2, no delimiter), pulled a page at a time from s3fs's own paginated
+    iterator; elsewhere, fsspec's walk, a folder's listing at a time."""
+    if "s3" in getattr(fs, "protocol", ()) and hasattr(fs, "_iterdir"):
+        from fsspec.asyn import sync
+
+        bucket, _, key = root.partition("/")
+        objects = fs._iterdir(bucket, delimiter="", prefix=f"{key}/" if key else "")
+        while page := sync(fs.loop, _next_page, objects, LISTING_PAGE):
+            for info in page:
+                yield info["name"][len(root) + 1:], info
+        return
+    for folder, below, objects in fs.walk(root, detail=True, on_error="raise"):
+        for name in [n for n in below if n.startswith(".")]:  # never listed: not part of the corpus
+            del below[name]
+        relative_folder = folder.rstrip("/")[len(root) + 1:] if folder.rstrip("/") != root else ""
+        for name, info in objects.items():
+            if info.get("type") != "directory":
+                yield f"{relative_folder}/{name}" if relative_folder else name, info
+
+
+async def _next_page(objects, size: int) -> list[dict]:
+    """Up to ``size`` more items of an async iterator, which stays open for the next call."""
+    page = []
+    async for info in objects:
+        page.append(info)
+        if len(page) == size:
+            break
+    return page
 
 
 def read_object(url: str, listed: ListedObject | None, max_bytes: int | None) -> bytes:

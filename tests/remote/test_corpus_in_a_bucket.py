@@ -50,6 +50,30 @@ def test_the_bucket_builds_the_index_the_folder_builds_row_for_row(s3, tmp_path)
             assert row["source_etag"] and row["source_mtime_ns"] > 0
 
 
+def test_the_listing_is_one_flat_listing_pulled_a_page_at_a_time(s3, monkeypatch):
+    import ingest.corpus.store as store
+
+    url = s3.upload(SAMPLE_CORPUS, "corpus")
+    before = len(s3.log.requests)
+    whole = discover(url)
+    assert len(s3.log.requests) - before == 1  # ListObjectsV2 without a delimiter: every folder at once
+    monkeypatch.setattr(store, "LISTING_PAGE", 3)  # the iterator is resumed page after page
+    paged = discover(url)
+    assert [(f.doc_id, f.listed) for f in paged.files] == [(f.doc_id, f.listed) for f in whole.files]
+    assert [f.doc_id for f in whole.files] == [f.doc_id for f in discover(SAMPLE_CORPUS).files]
+
+
+def test_a_prefix_over_one_listing_page_is_listed_whole_in_pages(s3):
+    client = s3.client()
+    client.create_bucket(Bucket="corpus-bucket")
+    for n in range(1001):  # S3 gives 1,000 keys per listing request
+        client.put_object(Bucket="corpus-bucket", Key=f"many/{n:04d}.md", Body=b"#")
+    before = len(s3.log.requests)
+    found = discover("s3://corpus-bucket/many")
+    assert [f.doc_id for f in found.files] == [f"{n:04d}.md" for n in range(1001)]
+    assert len(s3.log.requests) - before == 2
+
+
 def test_a_rebuild_reads_only_the_object_that_changed(s3, tmp_path):
     url = s3.upload(SAMPLE_CORPUS, "corpus")
     first = _build(url, tmp_path / "idx")
