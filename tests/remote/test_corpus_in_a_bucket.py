@@ -216,3 +216,16 @@ def test_a_store_whose_driver_is_not_installed_names_the_package_to_install(tmp_
         with pytest.raises(CorpusError, match=f"^{url}: reading {url.split(':')[0]}:// needs {package} "):
             _build(url, tmp_path / "idx")
         assert not (tmp_path / "idx").exists()
+
+
+def test_keys_with_spaces_query_and_fragment_characters_are_documents_under_their_own_names(s3, tmp_path):
+    client = s3.client()
+    client.create_bucket(Bucket="corpus-bucket")
+    names = ["a b.md", "q?x.md", "h#1.md", "pct%41.md", "ü.md", "sub/x+y.md"]
+    for name in names:
+        client.put_object(Bucket="corpus-bucket", Key=f"odd/{name}", Body=f"# {name}\n\nThe text of {name}.".encode())
+    _build("s3://corpus-bucket/odd", tmp_path / "idx")
+    documents = _documents(tmp_path / "idx")
+    assert sorted(documents) == sorted(names)
+    for name, row in documents.items():  # the key as it is (s3:// URLs are not percent-encoded)
+        assert (row["status"], row["source_url"]) == ("ok", f"s3://corpus-bucket/odd/{name}")
