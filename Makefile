@@ -22,7 +22,7 @@ $(VENV)/.installed: pyproject.toml constraints.txt
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 	$(BIN)/python -m pip install --quiet torch==2.13.0
-	$(BIN)/python -m pip install --quiet -c constraints.txt -e '.[test,onnx,ray]'
+	$(BIN)/python -m pip install --quiet -c constraints.txt -e '.[test,onnx,ray,s3]'
 	touch $@
 
 index: venv

@@ -1,6 +1,7 @@
 """Turning a corpus into an index, one package per stage; ``ls ingest`` reads as the pipeline.
 
-- ``corpus.py``: the folder as a build sees it (which files, under which doc_id, read safely).
+- ``corpus/``: the folder, or the bucket's prefix, as a build sees it (which files, under which doc_id,
+  read safely).
 - ``formats/``: a file's bytes -> ``ParsedDocument`` (document text, its map back to the file,
   glyph boxes, hidden runs): one package per source format (``pdf/``, ``html/``, ``text.py``).
 - ``text/``: document text -> chunks (normalised views with their maps, hidden runs, the chunker).

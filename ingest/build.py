@@ -24,7 +24,7 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ingest.corpus import CorpusFile, SkippedFile, discover
+from ingest.corpus import CorpusFile, Discovery, SkippedFile, discover, is_store_url, local_path_of
 from ingest.embed import Embedder
 from ingest.run import Executor, LocalExecutor
 from ingest.store import build_vector_index, check_factory, plan_index
@@ -139,6 +139,9 @@ def build_index(
 ) -> BuildReport:
     """Build (or incrementally rebuild) the index of ``corpus`` in ``index_dir``.
 
+    ``corpus``: a folder, or the URL of a prefix in an object store (``s3://bucket/corpus``,
+    ``ingest.corpus.store``), whose objects are read only where their listing shows a change.
+
     ``executor`` runs the parsing and the embedding (default: a ``LocalExecutor`` of
     ``settings.workers`` processes, made and stopped here); ``embedder``, when given,
     is run by it instead of the model.
@@ -148,9 +151,14 @@ def build_index(
     True
     """
     started = time.perf_counter()
-    corpus, paths = Path(corpus), IndexPaths(Path(index_dir))
-    if not corpus.is_dir():  # before the index is touched: a mistyped corpus must not publish an empty index
-        raise CorpusError(f"{corpus}: {'not a folder' if corpus.exists() else 'no such folder'}")
+    paths = IndexPaths(Path(index_dir))
+    listed = None
+    if is_store_url(corpus):  # listed before the index is touched: a wrong bucket or credentials write nothing
+        listed = discover(corpus)
+    else:
+        corpus = Path(local_path_of(corpus))
+        if not corpus.is_dir():  # before the index is touched: a mistyped corpus must not publish an empty index
+            raise CorpusError(f"{corpus}: {'not a folder' if corpus.exists() else 'no such folder'}")
     with writing_index(paths):
         paths.root.mkdir(parents=True, exist_ok=True)
     model = resolve_model(settings.model)
@@ -167,7 +175,8 @@ def build_index(
         settings = dataclasses.replace(settings, ocr=ocr)
         with writing_index(paths):
             try:
-                report = _build_locked(corpus, paths, settings, model, executor, embedder, ocr_skipped, progress)
+                report = _build_locked(listed or corpus, paths, settings, model, executor, embedder, ocr_skipped,
+                                       progress)
             finally:
                 close_shared_browser()  # one that laid pages out in this process (--workers 1)
     report.seconds = time.perf_counter() - started
@@ -250,7 +259,8 @@ def _os_reason(exc: OSError, root: Path) -> str:
 
 def _write_generation(corpus, paths, settings, model, executor, embedder, live, sink: SegmentSink, report, progress,
                       office_skipped: str = "", generation_tmp: Path | None = None) -> Manifest:
-    found = discover(corpus, follow_symlinks=settings.follow_symlinks, index_folder=paths.root)
+    found = corpus if isinstance(corpus, Discovery) else discover(
+        corpus, follow_symlinks=settings.follow_symlinks, index_folder=paths.root)
     files, report.skipped = found.files, found.skipped
     fields, metadata_warnings = user_metadata(found, None if settings.follow_symlinks else found.root)
     report.warnings.extend(metadata_warnings)
@@ -315,6 +325,8 @@ def _write_generation(corpus, paths, settings, model, executor, embedder, live, 
                 continue
             if result.write_error:
                 raise write_failure(paths, result.write_error, read_current(paths))
+            if result.store_error:  # nothing is published: the live generation keeps serving
+                raise CorpusError(result.store_error)
             record = dataclasses.replace(result.record, metadata=fields.get(result.doc_id, NO_METADATA))
             if result.doc_id in live_files:
                 report.changed += 1
@@ -430,7 +442,7 @@ def vector_index(paths: IndexPaths, final, factory: str, live_manifest: Manifest
 
 def _process_all(executor: Executor, files: list[CorpusFile], corpus_root: str | None, spill_dir: Path, paths,
                  settings: BuildSettings, model: ModelInfo, live_files, html_layout: bool,
-                 office_layout: str = "", live_stats: dict[str, tuple[int, int]] | None = None) -> Iterator[DocResult]:
+                 office_layout: str = "", live_stats: dict[str, tuple[int, int, str]] | None = None) -> Iterator[DocResult]:
     """Results in file order; parsing (and the layout of HTML pages) runs ahead, where the executor runs it."""
     worker_settings = WorkerSettings(
         model=model,
@@ -447,7 +459,8 @@ def _process_all(executor: Executor, files: list[CorpusFile], corpus_root: str |
         spill_dir=spill_dir,
     )
     jobs = [FileJob(f.path, f.doc_id, media_type_of(f.doc_id), live_files.get(f.doc_id), f.id_note,
-                    (live_stats or {}).get(f.doc_id) if f.doc_id in live_files else None) for f in files]
+                    (live_stats or {}).get(f.doc_id) if f.doc_id in live_files else None, url=f.url, listed=f.listed)
+            for f in files]
     # A file its size and mtime vouch for is unchanged here, without a trip to a worker.
     same = [stat_unchanged(job) for job in jobs]
     results = executor.process([j for j, s in zip(jobs, same) if not s], worker_settings, settings.doc_timeout_s or None)

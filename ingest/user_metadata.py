@@ -15,9 +15,8 @@ reading, parsing or embedding the document (``ingest.build``).
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
-from ingest.corpus import CORPUS_METADATA, SIDECAR_SUFFIX, Discovery, NotReadable, read_corpus_file
+from ingest.corpus import CORPUS_METADATA, SIDECAR_SUFFIX, CorpusFile, Discovery, NotReadable, read_source_bytes
 from schemas.errors import AnswerFormatError
 from schemas.json_input import loads
 
@@ -45,14 +44,14 @@ def user_metadata(found: Discovery, inside: str | None) -> tuple[dict[str, str],
     sidecars = []
     for meta_file in found.metadata:
         if meta_file.doc_id == CORPUS_METADATA:
-            data = _read(meta_file.path, inside, MAX_CORPUS_METADATA_BYTES, meta_file.doc_id, warnings)
+            data = _read(meta_file, inside, MAX_CORPUS_METADATA_BYTES, meta_file.doc_id, warnings)
             if data is not None:
                 for doc_id, values in _corpus_lines(data, warnings):
                     _merge(fields, doc_id, values, documents, CORPUS_METADATA, warnings)
         else:
             sidecars.append(meta_file)
     for meta_file in sidecars:  # after metadata.jsonl: a sidecar's fields win
-        data = _read(meta_file.path, inside, MAX_SIDECAR_BYTES, meta_file.doc_id, warnings)
+        data = _read(meta_file, inside, MAX_SIDECAR_BYTES, meta_file.doc_id, warnings)
         if data is None:
             continue
         values = _object(data, meta_file.doc_id, warnings)
@@ -61,9 +60,9 @@ def user_metadata(found: Discovery, inside: str | None) -> tuple[dict[str, str],
     return {doc_id: canonical(values) for doc_id, values in fields.items() if values}, warnings
 
 
-def _read(path: Path, inside: str | None, max_bytes: int, where: str, warnings: list[str]) -> bytes | None:
+def _read(meta_file: CorpusFile, inside: str | None, max_bytes: int, where: str, warnings: list[str]) -> bytes | None:
     try:
-        return read_corpus_file(path, inside, max_bytes)
+        return read_source_bytes(meta_file.path, inside, max_bytes, meta_file.url, meta_file.listed)
     except (NotReadable, OSError) as exc:
         warnings.append(f"{where}: user metadata not read: {getattr(exc, 'strerror', None) or exc}")
         return None

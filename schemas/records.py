@@ -403,8 +403,12 @@ class DocumentRecord:
     # under its segment's mtimes_trusted_before_ns (a file written just before its read may change
     # again within the clock's step): the row is the file's, whenever it is read.
     source_mtime_ns: int = 0
+    # An object in a store (ingest.corpus.store): its ETag as the listing gave it before it was read;
+    # with its size and mtime it vouches for the object, at any age. "" for a file on disk.
+    source_etag: str = ""
     warning: str = ""  # recovered problems (charset lie, pages without text)
-    source_url: str = ""  # where the page lives on the web, as it says itself (HTML); "" unknown
+    source_url: str = ""  # where the page lives on the web, as it says itself (HTML), else the object's URL
+    # in a store (s3://bucket/key); "" unknown
     n_hidden_chars: int = 0  # characters of its text that a reader cannot see (HiddenRun)
     metadata: str = "{}"  # the user's own fields, a JSON object (sidecar NAME.meta.json, metadata.jsonl)
     created: str | None = None  # the document's own date, ISO 8601 (ingest.formats.dates); None: it has none

@@ -40,7 +40,8 @@ FORMAT_VERSION = 8  # 2: documents.source_url; 3: hidden_text, chunks.n_hidden, 
 # 6: office_boxes, office_render_pages, office_shapes; 7: segments, deleted, stable vector ids;
 # 8: documents.metadata (the user's fields), documents.created, documents.language; chunks.title and
 #    chunks.headings (section context, also in each chunk's BM25 text), chunks.language (ISO 639-1,
-#    "" undetermined)
+#    "" undetermined), documents.source_etag (an object's ETag: a corpus in a store is known unchanged
+#    by its listing)
 META_TABLE = b"spanindex.table"
 META_FORMAT = b"spanindex.format_version"
 META_MODEL = b"spanindex.model_id"
@@ -62,6 +63,7 @@ DOCUMENTS = pa.schema(
         ("n_chunks", pa.int32()),
         ("source_bytes", pa.int64()),
         ("source_mtime_ns", pa.int64()),
+        ("source_etag", pa.string()),  # an object in a store: its ETag when read; "" for a file
         ("warning", pa.string()),
         ("source_url", pa.string()),
         ("n_hidden_chars", pa.int64()),

@@ -215,3 +215,13 @@ def built(request, sample_index_test_model):
         return index.open(sample_index_test_model, embedder=HashingEmbedder()), SAMPLE_CORPUS
     needs_shared_corpus()
     return index.open(request.getfixturevalue("shared_index"), embedder=HashingEmbedder()), SHARED_CORPUS
+
+
+@pytest.fixture
+def s3(monkeypatch):
+    """moto's S3 server on localhost, the environment pointing at it (tests/s3_server.py); skips
+    where s3fs or moto is not installed."""
+    from s3_server import running_s3_server
+
+    with running_s3_server(monkeypatch) as server:
+        yield server

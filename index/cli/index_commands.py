@@ -19,7 +19,9 @@ OFFERED_BACKENDS = ["torch", "onnx"]
 @command("build", "Build or update the index of a corpus folder, on this machine or a Ray cluster.",
          "spanindex build sample_corpus --index build/sample-index")
 def _build(p: argparse.ArgumentParser) -> None:
-    p.add_argument("corpus", help="folder of PDF, HTML, Markdown and text files")
+    p.add_argument("corpus", help="folder of PDF, HTML, Markdown and text files, or a bucket's prefix: "
+                                  "s3://bucket/prefix (AWS_ENDPOINT_URL names a store other than AWS; "
+                                  "pip install 'spanindex[s3]'), or any fsspec URL whose driver is installed")
     p.add_argument("--index", required=True, help="index folder (created if missing)")
     p.add_argument("--model", help="local sentence-transformers folder (default: packaged all-MiniLM-L6-v2)")
     p.add_argument("--max-tokens", type=int, default=256, help="tokens per chunk, special tokens included (default 256)")

@@ -1,7 +1,7 @@
 """Run a build on a Ray cluster: parsing and chunking as Ray tasks, embedding in Ray actors,
 segments written by Ray actors.
 
-The driver (the process that runs the build) reads each file and ships its
+The driver (the process that runs the build) reads each file (or object of a store) and ships its
 bytes to a task through Ray's object store, at most ``in_flight`` files ahead
 of the one it is waiting for, and takes the results in file order. A task runs
 the same ``ingest.run.worker`` code as a local worker process and returns two
@@ -52,8 +52,8 @@ from ingest.run.worker import (
     crashed_result,
     joined_rows,
     process_source,
+    read_mtime,
     read_source,
-    regular_mtime,
     store_document,
     timed_out_result,
 )
@@ -193,7 +193,7 @@ class RayExecutor:
                     ray.cancel(flight.task, force=True)
 
     def _submit(self, job, shipped, settings: WorkerSettings, expected, work) -> _Flight:
-        job = dataclasses.replace(job, read_mtime_ns=regular_mtime(job.path))  # before reading: a write after shows
+        job = dataclasses.replace(job, read_mtime_ns=read_mtime(job))  # before reading: a write after shows
         source = read_source(job, settings)
         if isinstance(source, DocResult):  # too large, unreadable, or unchanged: no task needed
             return _Flight(job, result=source)

@@ -26,13 +26,13 @@ import time
 import traceback
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING
 
 import pyarrow as pa
 
 from ingest.text import chunk_languages, chunk_spans, make_chunks
-from ingest.corpus import NotReadable, read_corpus_file
+from ingest.corpus import ListedObject, NotReadable, StoreFailure, read_source_bytes
 from ingest.embed import ModelInfo, load_tokenizer
 from ingest.formats import RENDERED_TYPES, parse_document
 from ingest.formats import Passwords
@@ -89,13 +89,19 @@ class WorkerSettings:
 
 @dataclass(frozen=True, slots=True)
 class FileJob:
-    path: Path
+    path: Path | None  # None for an object in a store (``url``)
     doc_id: str
     media_type: MediaType
     live_sha256: str | None  # the file's hash in the live generation, if it is there
     id_note: str = ""  # why doc_id is not the file's name as it is (ingest.corpus.safe_doc_id)
-    live_stat: tuple[int, int] | None = None  # its (size, mtime_ns) in the live generation, when trusted
-    read_mtime_ns: int = 0  # its mtime taken just before it was read (regular_mtime), for its record
+    live_stat: tuple[int, int, str] | None = None  # its (size, mtime_ns, etag) in the live generation, when trusted
+    read_mtime_ns: int = 0  # its mtime taken just before it was read (read_mtime), for its record
+    url: str = ""  # an object in a store: its URL (ingest.corpus.store), read through the store's driver
+    listed: ListedObject | None = None  # what the store's listing said of it (size, mtime, ETag)
+
+    @property
+    def suffix(self) -> str:
+        return PurePosixPath(self.url).suffix if self.url else self.path.suffix
 
 
 @dataclass(frozen=True, slots=True, eq=False)
@@ -126,6 +132,7 @@ class DocResult:
     office_layout: OfficeLayoutStats | None = None  # an office document rendered by LibreOffice
     files: DocumentFiles | None = None  # to store, when the worker had no index folder
     write_error: str = ""  # the index could not be written (disk full, read-only): the build must stop
+    store_error: str = ""  # the corpus's object store failed (not this object): the build must stop
     remote: RemoteRows | None = None  # rows left on a Ray cluster, for a writer there (not in this process)
 
     @property
@@ -248,6 +255,7 @@ def _error_record(job: FileJob, reason: str) -> DocumentRecord:
         encoding=None,
         status=DocStatus.ERROR,
         error=reason,
+        source_url=job.url,
     )
 
 
@@ -256,14 +264,26 @@ RACY_SECONDS = 2  # a file written this recently when read may be written again 
 
 def stat_unchanged(job: FileJob) -> bool:
     """Whether the file is a regular file of the size and modification time its live version was
-    read at: unchanged without reading it (a link is always read: its target may change alone)."""
+    read at: unchanged without reading it (a link is always read: its target may change alone).
+    An object in a store is unchanged when its listing gives the size, modification time and
+    ETag its live version was read at (nothing is asked of the store for it)."""
     if job.live_stat is None or job.live_sha256 is None:
         return False
+    if job.url:
+        return job.listed is not None and (job.listed.size, job.listed.mtime_ns, job.listed.etag) == job.live_stat
     try:
         st = os.lstat(job.path)
     except OSError:
         return False
-    return stat.S_ISREG(st.st_mode) and (st.st_size, st.st_mtime_ns) == job.live_stat
+    return stat.S_ISREG(st.st_mode) and (st.st_size, st.st_mtime_ns, "") == job.live_stat
+
+
+def read_mtime(job: FileJob) -> int:
+    """The mtime to record for a file about to be read: the file's (``regular_mtime``), or an
+    object's modification time as its listing gave it (taken before the read, as a file's is)."""
+    if job.url:
+        return job.listed.mtime_ns if job.listed is not None else 0
+    return regular_mtime(job.path)
 
 
 def regular_mtime(path: Path) -> int:
@@ -285,18 +305,21 @@ def read_source(job: FileJob, settings: WorkerSettings) -> bytes | DocResult:
     """The file's bytes; or its result when they need no parsing (too large, not a regular file
     inside the corpus, unreadable, unchanged)."""
     try:
-        source = read_corpus_file(job.path, settings.corpus_root, settings.max_file_bytes)
+        source = read_source_bytes(job.path, settings.corpus_root, settings.max_file_bytes, job.url, job.listed)
     except NotReadable as exc:
         return DocResult(job.doc_id, _error_record(job, str(exc)))
+    except StoreFailure as exc:  # not this document's fault: the whole build stops
+        return DocResult(job.doc_id, _error_record(job, "not read"), store_error=str(exc))
     except OSError as exc:
-        return DocResult(job.doc_id, _error_record(job, f"cannot read the file: {exc.strerror or exc}"))
+        what = "object" if job.url else "file"
+        return DocResult(job.doc_id, _error_record(job, f"cannot read the {what}: {exc.strerror or exc}"))
     if job.live_sha256 is not None and hashlib.sha256(source).hexdigest() == job.live_sha256:
         return DocResult(job.doc_id, None)
     return source
 
 
 def _process(job: FileJob, settings: WorkerSettings) -> DocResult:
-    job = dataclasses.replace(job, read_mtime_ns=regular_mtime(job.path))  # before reading: a write after shows
+    job = dataclasses.replace(job, read_mtime_ns=read_mtime(job))  # before reading: a write after shows
     source = read_source(job, settings)
     if isinstance(source, DocResult):
         return source
@@ -312,6 +335,11 @@ def _process_source(job: FileJob, held: list[bytes], settings: WorkerSettings) -
     passwords = settings.passwords.for_doc(job.doc_id) if job.media_type is MediaType.PDF else ()
     outcome = parse_document(held[0], job.doc_id, job.media_type, limits, settings.ocr, passwords=passwords)
     record, parsed = outcome.record, outcome.parsed
+    if record.source_sha256:  # the row is of these bytes, whatever their parsing gave: what vouches for them
+        record = dataclasses.replace(record, source_mtime_ns=job.read_mtime_ns,
+                                     source_etag=job.listed.etag if job.listed else "")
+    if job.url and not record.source_url:  # an object in a store: its URL, where the page names no address of its own
+        record = dataclasses.replace(record, source_url=job.url)
     if parsed is None:
         return DocResult(job.doc_id, record)
     parsed = _encodable(parsed)
@@ -333,9 +361,9 @@ def _process_source(job: FileJob, held: list[bytes], settings: WorkerSettings) -
             stats = LayoutStats.of(layout)
     office_layout = office_stats = None
     if settings.office_layout and parsed.media_type in RENDERED_TYPES:
-        office_layout, office_stats, record = _render_office(parsed, held[0], job.path.suffix, record)
+        office_layout, office_stats, record = _render_office(parsed, held[0], job.suffix, record)
     # Texts are str: written as UTF-8 in pieces (ingest.store.publish), never as a whole UTF-8 copy.
-    files = DocumentFiles(parsed.text, job.path.suffix, parsed.decoded_source, parsed.decrypted_source,
+    files = DocumentFiles(parsed.text, job.suffix, parsed.decoded_source, parsed.decrypted_source,
                           parsed.converted_source, office_layout.pdf if office_layout else None,
                           settings.office_layout)
     if settings.index_root is not None:
@@ -355,8 +383,7 @@ def _process_source(job: FileJob, held: list[bytes], settings: WorkerSettings) -
     languages, language = chunk_languages([c.text for c in chunks], parsed.text)
     chunks = [dataclasses.replace(c, language=code) for c, code in zip(chunks, languages)]
     n_hidden = sum(run.end - run.start for run in parsed.hidden_runs)
-    record = dataclasses.replace(record, n_chunks=len(chunks), n_hidden_chars=n_hidden, source_mtime_ns=job.read_mtime_ns,
-                                 language=language)
+    record = dataclasses.replace(record, n_chunks=len(chunks), n_hidden_chars=n_hidden, language=language)
     # A spilled chunk table carries the texts to embed as a column of its own.
     if _spills(settings) and len(chunks) > SPILL_ROWS["chunks"]:
         step = _piece_rows("chunks")

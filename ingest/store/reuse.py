@@ -30,7 +30,7 @@ class LiveGeneration:
     generation: PublishedGeneration
     files: dict[str, str]  # doc_id -> source sha256
     failed: frozenset[str]  # doc_ids whose row is an error (a password may open one now)
-    stats: dict[str, tuple[int, int]] = field(default_factory=dict)  # doc_id -> (size, mtime_ns) it was read at
+    stats: dict[str, tuple[int, int, str]] = field(default_factory=dict)  # doc_id -> (size, mtime_ns, etag) read at
     embed_cache: dict[str, int] = field(default_factory=dict)  # embed_sha256 -> vector_id, filled by remember()
     _by_source: dict[str, list[str]] = field(default_factory=dict)
     _rows: object = None  # the live documents table
@@ -76,11 +76,13 @@ class LiveGeneration:
         files = dict(zip(doc_ids, documents.column("source_sha256").to_pylist()))
         failed = frozenset(d for d, s in zip(files, documents.column("status").to_pylist()) if s == DocStatus.ERROR)
         stats = {}
-        for segment, rows in parts:  # a file is known by its stat only where its segment vouches for the mtime
+        for segment, rows in parts:  # a file is known by its stat only where its segment vouches for the mtime;
+            # an object by its ETag too, at any age (a rewrite within LastModified's second changes it)
             trusted_before = segment.ref.mtimes_trusted_before_ns
-            stats.update((d, (size, mtime)) for d, size, mtime in zip(
+            stats.update((d, (size, mtime, etag)) for d, size, mtime, etag in zip(
                 rows.column("doc_id").to_pylist(), rows.column("source_bytes").to_pylist(),
-                rows.column("source_mtime_ns").to_pylist()) if 0 < mtime < trusted_before)
+                rows.column("source_mtime_ns").to_pylist(), rows.column("source_etag").to_pylist())
+                if 0 < mtime and (etag or mtime < trusted_before))
         live = cls(generation, files, failed, stats=stats, _rows=documents, _row_of={d: i for i, d in enumerate(doc_ids)})
         for doc_id, sha in files.items():
             live._by_source.setdefault(sha, []).append(doc_id)

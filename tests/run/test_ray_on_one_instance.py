@@ -16,7 +16,6 @@ import numpy as np
 import pytest
 
 from index.fsck import fsck
-from index.store import Generation
 from ingest.build import BuildSettings, build_index
 from ingest.corpus import discover
 from ingest.embed.model import resolve_model
@@ -25,7 +24,6 @@ from ingest.run.pool import process_in_workers
 from ingest.run.ray_driver import RayExecutor, RaySettings
 from ingest.run.worker import FileJob, WorkerSettings, crashed_result, timed_out_result
 from schemas.errors import ClusterError
-from schemas.layout import IndexPaths, read_current
 from schemas.records import ChunkerSettings, DocStatus, MediaType
 
 import doubles
@@ -33,11 +31,9 @@ from conftest import SAMPLE_CORPUS, SHARED_CORPUS, needs_shared_corpus
 from doubles import HashingEmbedder
 from doubles import process_source_failing_on_marked_files as failing
 from ray_processes import EXIT_WAIT_S, ray_processes, wait_for_no_strays, wait_until_none
+from same_generation import assert_same_generation, live_generation
 
 pytestmark = [pytest.mark.slow, pytest.mark.spawns]  # a Ray instance: processes, and seconds to start
-
-TABLES = ("documents", "chunks", "pdf_chars", "pdf_pages", "html_map", "hidden_text", "office_map", "office_pages",
-          "office_cells")
 
 
 @pytest.fixture(scope="module")
@@ -52,43 +48,6 @@ def ray_executor():
         yield running
     strays = wait_for_no_strays(before)
     assert not strays, f"Ray processes left running after shutdown: {strays}"
-
-
-def live_generation(index_dir: Path) -> Generation:
-    paths = IndexPaths(Path(index_dir))
-    return Generation(paths, read_current(paths))
-
-
-def assert_same_generation(mine: Path, theirs: Path, atol: float, same_files: bool = True) -> None:
-    """Row for row the same tables, vectors equal within ``atol``, and (unless an index keeps
-    older generations' texts) the same texts and sources."""
-    a, b = live_generation(mine), live_generation(theirs)
-    for name in TABLES:  # live rows by document (an incremental build keeps unchanged ones in older segments)
-        assert _by_document(a.table(name)) == _by_document(b.table(name)), f"{name} differs"
-    assert a.manifest.documents_by_status == b.manifest.documents_by_status
-    mine_vectors, theirs_vectors = _vectors_by_chunk(a), _vectors_by_chunk(b)
-    assert mine_vectors.keys() == theirs_vectors.keys()
-    for chunk_id, vector in mine_vectors.items():
-        np.testing.assert_allclose(vector, theirs_vectors[chunk_id], atol=atol, rtol=0)
-    for folder in ("texts", "sources") if same_files else ():
-        names = sorted(p.name for p in (Path(mine) / folder).iterdir())
-        assert names == sorted(p.name for p in (Path(theirs) / folder).iterdir()), folder
-    assert fsck(mine) == []
-
-
-def _by_document(table) -> list[dict]:
-    """A table's rows in doc_id order, each document's in its own order, vector ids left out."""
-    if "vector_id" in table.column_names:
-        table = table.drop_columns(["vector_id"])
-    rows = table.to_pylist()
-    return [rows[i] for i in sorted(range(len(rows)), key=lambda i: (rows[i]["doc_id"], i))]
-
-
-def _vectors_by_chunk(generation) -> dict[str, np.ndarray]:
-    ids, vectors = generation.vectors()
-    row_of = {v: i for i, v in enumerate(ids.tolist())}
-    chunks = generation.table("chunks", ["chunk_id", "vector_id"])
-    return {c: vectors[row_of[v]] for c, v in zip(chunks.column("chunk_id").to_pylist(), chunks.column("vector_id").to_pylist())}
 
 
 # -- builds -----------------------------------------------------------------------------------
@@ -160,6 +119,21 @@ def test_writer_actors_write_a_segment_per_run_of_files_and_the_build_is_the_loc
     build_index(corpus, tmp_path / "local", BuildSettings(workers=1), embedder=HashingEmbedder())
     # The same rows; vector ids differ from here on, as the two indexes' segments (and merges) do.
     assert_same_generation(tmp_path / "idx", tmp_path / "local", atol=0, same_files=False)
+
+
+def test_a_ray_build_reads_a_bucket_as_a_local_build_reads_the_folder(ray_executor, s3, tmp_path):
+    """The driver lists the prefix and reads each object through the store's driver; the rows are the folder's."""
+    url = s3.upload(SAMPLE_CORPUS, "corpus")
+    first = build_index(url, tmp_path / "idx", BuildSettings(), embedder=HashingEmbedder(), executor=ray_executor)
+    build_index(SAMPLE_CORPUS, tmp_path / "local", BuildSettings(workers=1), embedder=HashingEmbedder())
+    assert_same_generation(tmp_path / "idx", tmp_path / "local", atol=0,
+                           documents_except=("source_url", "source_mtime_ns", "source_etag"))
+    local = {d["doc_id"]: d["source_url"] for d in live_generation(tmp_path / "local").table("documents").to_pylist()}
+    for row in live_generation(tmp_path / "idx").table("documents").to_pylist():  # the page's own address, else the object's
+        assert row["source_url"] == (local[row["doc_id"]] or f"{url}/{row['doc_id']}")
+    before = len(s3.log.requests)
+    again = build_index(url, tmp_path / "idx", BuildSettings(), embedder=HashingEmbedder(), executor=ray_executor)
+    assert again.unchanged == first.n_files and s3.gets(before) == []
 
 
 def _vector_ids(index_dir: Path) -> dict[str, int]:

@@ -223,7 +223,7 @@ def test_a_reader_opens_an_index_by_its_manifests_and_footers_and_reads_no_table
     assert idx.generation.whole_tables == () and idx.generation.row_groups_read <= 4
 
 
-@pytest.mark.hostile("an index written by an older spanindex (the previous format: 7 had no documents.metadata, created, language, chunks.title, headings, language)",
+@pytest.mark.hostile("an index written by an older spanindex (the previous format: 7 had no documents.metadata, created, language, source_etag, chunks.title, headings, language)",
                      "CLI error: one line naming both formats and the command that rebuilds it; a build rebuilds it in full")
 def test_an_index_of_the_previous_format_is_refused_in_one_line_and_rebuilt_by_a_build(tmp_path):
     corpus = shutil.copytree(SAMPLE_CORPUS / "docs", tmp_path / "corpus")
@@ -279,8 +279,8 @@ def test_an_unchanged_file_is_known_by_its_size_and_mtime_and_not_read(tmp_path,
     assert segment.mtimes_trusted_before_ns <= docs["docs/fresh.md"].source_mtime_ns  # written within RACY_SECONDS
     assert segment.mtimes_trusted_before_ns > docs["docs/getting-started.md"].source_mtime_ns
     reads = []
-    real = worker.read_corpus_file
-    monkeypatch.setattr(worker, "read_corpus_file", lambda path, *a: reads.append(path.name) or real(path, *a))
+    real = worker.read_source_bytes
+    monkeypatch.setattr(worker, "read_source_bytes", lambda path, *a: reads.append(path.name) or real(path, *a))
     edited = corpus / "docs" / "getting-started.md"
     text = edited.read_text()
     edited.write_text(text.replace("a", "e", 1))  # the same size, a new mtime

@@ -1,5 +1,8 @@
 """The corpus folder as the build sees it: which files are documents, under which id, read safely.
 
+(A corpus in an object store is ``ingest.corpus.store``; ``discover`` and ``read_source_bytes``
+take either.)
+
 A corpus is a tree of regular files, often partly made of symbolic links.
 The policy, the same in discovery and when a worker opens a file:
 
@@ -52,10 +55,21 @@ def is_metadata_file(relative: str) -> bool:
 
 
 @dataclass(frozen=True, slots=True)
+class ListedObject:
+    """What a store's listing says of an object: enough to know it unchanged without reading it."""
+
+    size: int
+    mtime_ns: int  # S3 LastModified (whole seconds), in ns since the epoch
+    etag: str  # the store's checksum of the object (S3 ETag); "" where it gives none
+
+
+@dataclass(frozen=True, slots=True)
 class CorpusFile:
     doc_id: str
-    path: Path
+    path: Path | None  # None for an object in a store (``url``)
     id_note: str = ""  # why the id is not the name as it is (a name that is not UTF-8)
+    url: str = ""  # an object in a store (ingest.corpus.store): its URL, without credentials
+    listed: ListedObject | None = None  # what the store's listing said of that object
 
 
 @dataclass(frozen=True, slots=True)
@@ -89,7 +103,7 @@ _REASON_TEXT = {
 class Discovery:
     files: list[CorpusFile]  # sorted by doc_id
     skipped: list[SkippedFile]  # sorted by doc_id
-    root: str  # the corpus root, resolved
+    root: str  # the corpus root, resolved (a store's URL)
     metadata: list[CorpusFile] = ()  # the user's metadata files (doc_id: their own path), sorted
 
 
@@ -97,6 +111,8 @@ def discover(corpus: str | Path, *, follow_symlinks: bool = False, index_folder:
     """Every document of the corpus folder, and every other file with the reason it is not one.
 
     ``index_folder``: the index being built, never part of its own corpus (it may lie inside it).
+    A URL (``s3://bucket/prefix``) lists the objects under its prefix (``ingest.corpus.store``);
+    ``file://PATH`` is the folder PATH.
 
     >>> import tempfile, pathlib
     >>> root = pathlib.Path(tempfile.mkdtemp())
@@ -105,7 +121,11 @@ def discover(corpus: str | Path, *, follow_symlinks: bool = False, index_folder:
     >>> [(f.doc_id, f.path.name) for f in discover(root).files]
     [('a.md', 'a.md'), ('b.md', 'b.md')]
     """
-    corpus = Path(corpus)
+    from ingest.corpus.store import discover_in_store, is_store_url, local_path_of  # fsspec for a URL only
+
+    if is_store_url(corpus):
+        return discover_in_store(corpus)
+    corpus = Path(local_path_of(corpus))
     try:
         if not corpus.is_dir():
             raise CorpusError(f"{corpus}: {'not a folder' if corpus.exists() else 'no such folder'}")
@@ -311,6 +331,17 @@ def _link_text(path: Path) -> str:
 
 class NotReadable(Exception):
     """A corpus file that must not be read (not regular, outside the corpus, too large); ``str`` says why."""
+
+
+def read_source_bytes(path: Path | None, inside: str | None, max_bytes: int | None = None, url: str = "",
+                      listed: ListedObject | None = None) -> bytes:
+    """The bytes of a corpus file (``read_corpus_file``) or of an object in a store (``url``, read
+    through its driver; ``listed``: what its listing said, whose size is checked before reading)."""
+    if url:
+        from ingest.corpus.store import read_object
+
+        return read_object(url, listed, max_bytes)
+    return read_corpus_file(path, inside, max_bytes)
 
 
 def read_corpus_file(path: Path, inside: str | None, max_bytes: int | None = None) -> bytes:
