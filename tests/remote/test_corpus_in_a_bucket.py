@@ -133,6 +133,7 @@ def test_sidecars_and_corpus_metadata_in_the_bucket_are_the_documents_fields(s3,
                                                        "/corpus-bucket/with-metadata/metadata.jsonl"]
 
 
+@pytest.mark.hostile("an object in the corpus store over --max-file-mb", "error row")
 def test_an_object_over_the_size_limit_is_refused_from_its_listing_unread(s3, tmp_path):
     corpus = shutil.copytree(SAMPLE_CORPUS / "docs", tmp_path / "corpus")
     (corpus / "huge.txt").write_bytes(b"word " * (1024 * 1024 // 5 + 1))  # just over 1 MB
@@ -152,6 +153,7 @@ def test_a_missing_bucket_or_prefix_is_one_error_naming_the_url_and_nothing_is_w
         assert not (tmp_path / "idx").exists()
 
 
+@pytest.mark.hostile("a corpus store that fails (HTTP 503 on listing, then on every read mid-rebuild)", "CLI error")
 def test_a_failing_store_is_retried_then_one_error_and_the_live_generation_keeps_serving(s3, tmp_path, monkeypatch):
     monkeypatch.setenv("AWS_MAX_ATTEMPTS", "2")  # botocore's retries (and s3fs's around them), kept short
     url = s3.upload(SAMPLE_CORPUS / "docs", "docs")
@@ -174,6 +176,7 @@ def test_a_failing_store_is_retried_then_one_error_and_the_live_generation_keeps
     assert fsck(tmp_path / "idx") == []
 
 
+@pytest.mark.hostile("a corpus URL with credentials in it (s3://KEY:SECRET@bucket/prefix)", "CLI error")
 def test_credentials_in_the_url_are_refused_without_being_shown(s3, tmp_path):
     with pytest.raises(CorpusError) as raised:
         _build("s3://AKIDEXAMPLE:hunter2secret@corpus-bucket/corpus", tmp_path / "idx")
@@ -181,6 +184,7 @@ def test_credentials_in_the_url_are_refused_without_being_shown(s3, tmp_path):
     assert str(raised.value).startswith("s3://corpus-bucket/corpus: credentials in the URL are not accepted")
 
 
+@pytest.mark.hostile("a corpus URL naming a missing bucket, a missing prefix, or a store that refuses the credentials", "CLI error")
 @pytest.mark.spawns  # the CLI in a subprocess, as a user runs it
 def test_the_cli_says_in_one_line_what_is_wrong_with_the_store_and_exits_as_for_a_missing_folder(s3, tmp_path):
     url = s3.upload(SAMPLE_CORPUS / "docs", "docs")
