@@ -69,6 +69,10 @@ def main() -> None:
         from benchmarks.executors import bench_executors
 
         bench_executors(corpus, work, args.skip_model, report)
+        from benchmarks import corpus_in_a_bucket
+
+        print("== the corpus in a bucket (moto's S3 server) against the folder")
+        RESULTS["corpus_in_a_bucket"] = corpus_in_a_bucket.run([corpus])
         from benchmarks import ray_driver
 
         print("== a Ray build's driver memory, by corpus size (segments written by actors)")
