@@ -41,7 +41,9 @@ def sample():  # the driver's own heap apart from the object store's shared page
 if __name__ == "__main__":
     import threading
     threading.Thread(target=sample, daemon=True).start()
-    with RayExecutor(RaySettings(num_cpus=2)) as executor:
+    import os
+    per_segment = int(os.environ.get("BENCH_RAY_SEGMENT_DOCUMENTS", "10000"))  # files per segment a writer writes
+    with RayExecutor(RaySettings(num_cpus=2, segment_documents=per_segment)) as executor:
         report = build_index(sys.argv[1], sys.argv[2], BuildSettings(ocr=OcrSettings(OcrMode.OFF), office_layout=False),
                              embedder=HashingEmbedder(dim=384), executor=executor)
     peak = int(re.search(r"VmHWM:\\s+(\\d+)", Path("/proc/self/status").read_text()).group(1)) / 1024
