@@ -304,9 +304,10 @@ def _write_generation(corpus, paths, settings, model, executor, embedder, live, 
         if progress:
             progress(Progress(done, len(files), record.doc_id, status))
 
+    metadata_changed = live.metadata_changed(fields, NO_METADATA) if live else set()
     with contextlib.closing(results):
         for done, result in enumerate(results, start=1):
-            if result.unchanged and fields.get(result.doc_id, NO_METADATA) != live.metadata_of(result.doc_id):
+            if result.unchanged and result.doc_id in metadata_changed:
                 # the user's metadata alone changed: a new row, the rest carried over as it is
                 record = dataclasses.replace(document_records(live.documents([result.doc_id]))[0],
                                              metadata=fields.get(result.doc_id, NO_METADATA))

@@ -103,9 +103,8 @@ class SegmentFiles:
         picked = sorted({group for doc_id in doc_ids for group in groups.holding(doc_id)})
         if not picked:
             return self._reader(name).schema_arrow.empty_table()
-        rows = self._reader(name).read_row_groups(picked)
-        self.row_groups_read += len(picked)
-        check_schema(name, rows.schema, str(self.dir / TABLE_FILES[name]))
+        with self._lock:
+            rows = self._decoded(name, picked)  # not kept: a merge moves on to the next documents
         return rows.filter(pc.is_in(rows.column("doc_id"), value_set=wanted))
 
     def batches(self, name: str, columns: list[str], batch_size: int):
@@ -149,12 +148,17 @@ class SegmentFiles:
         with self._lock:  # one reader of a shared mapped file at a time
             rows = self._recent.pop(key, None)
             if rows is None:
-                self.row_groups_read += len(picked)
-                rows = self._reader(name).read_row_groups(picked)
-                check_schema(name, rows.schema, str(self.dir / TABLE_FILES[name]))
+                rows = self._decoded(name, picked)
             self._recent[key] = rows
             while len(self._recent) > GROUPS_KEPT:
                 self._recent.pop(next(iter(self._recent)))
+        return rows
+
+    def _decoded(self, name: str, picked: list[int]) -> pa.Table:
+        """Row groups of a table, read and checked (the caller holds the lock)."""
+        self.row_groups_read += len(picked)
+        rows = self._reader(name).read_row_groups(picked)
+        check_schema(name, rows.schema, str(self.dir / TABLE_FILES[name]))
         return rows
 
     def vectors(self) -> np.ndarray:

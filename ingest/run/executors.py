@@ -87,11 +87,7 @@ class LocalExecutor:
         yield embedder
 
     def segment_sink(self, target: SegmentTarget, embedder: Embedder, live=None) -> SegmentSink:
-        from ingest.store import KnownVectors
-
-        if live is None:
-            return LocalSegmentSink(target, embedder)
-        return LocalSegmentSink(target, embedder, live.embed_cache, KnownVectors(live))
+        return LocalSegmentSink.over(target, embedder, live)
 
     def describe(self) -> str:
         return f"local ({self.workers} worker process{'es' if self.workers != 1 else ''})"

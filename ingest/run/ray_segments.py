@@ -165,12 +165,9 @@ class DriverSegmentSink:
     Client driver, whose index folder lies on a machine outside the cluster."""
 
     def __init__(self, executor, target: SegmentTarget, embedder, live=None) -> None:
-        from ingest.store import KnownVectors
-
         self.executor = executor
         self.root = target.paths.root
-        self.local = LocalSegmentSink(target, embedder, live.embed_cache if live else None,
-                                      KnownVectors(live) if live else None)
+        self.local = LocalSegmentSink.over(target, embedder, live)
         self.spill_dir = None  # tasks return their rows whole: nothing spills
 
     def add(self, result: DocResult, known: KnownChunks) -> None:

@@ -163,6 +163,15 @@ class LocalSegmentSink:
         self.spill_dir = self.feed.writer.gen_dir / SPILL_FOLDER
         self.spill_dir.mkdir()
 
+    @classmethod
+    def over(cls, target: SegmentTarget, embedder: Embedder, live=None) -> LocalSegmentSink:
+        """A sink whose chunks reuse the vectors of the live generation (``ingest.store.LiveGeneration``)."""
+        from ingest.store import KnownVectors
+
+        if live is None:
+            return cls(target, embedder)
+        return cls(target, embedder, live.embed_cache, KnownVectors(live))
+
     def add(self, result: DocResult, known: KnownChunks) -> None:
         rows = DocRows(result.chunks, result.embed_texts, result.tables, None)
         self.feed.add(result.record, rows, result.spilled)
