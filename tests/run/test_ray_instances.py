@@ -90,18 +90,13 @@ def test_a_ray_driver_killed_mid_build_leaves_the_previous_generation_serving_an
                               cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
     started = []
     try:
-        for line in driver.stdout:
-            if line.startswith("PROGRESS"):
-                done, total = map(int, line.split()[1:])
-                if done >= total // 2:
-                    break
-        else:
-            pytest.fail(f"the driver ended before the middle of its build (exit {driver.wait()})")
-        # The segment is written by an actor, which may still be starting: it writes before the build can end.
-        deadline = time.monotonic() + 60
-        while not (writing := list((index_dir / "segments").glob(".*.tmp-*"))) and time.monotonic() < deadline:
-            time.sleep(0.05)
-        assert writing and driver.poll() is None, "the build is not writing a segment"
+        # Killed as soon as its segment is being written: by a writer actor, from the first document
+        # on (the progress lines, read from a pipe, lag behind: a small build can be over by the middle).
+        deadline = time.monotonic() + 120
+        while not (writing := list((index_dir / "segments").glob(".*.tmp-*"))) and driver.poll() is None \
+                and time.monotonic() < deadline:
+            time.sleep(0.02)
+        assert writing and driver.poll() is None, f"the build is not writing a segment (exit {driver.poll()})"
         started = descendants(driver.pid)
         driver.kill()  # SIGKILL: no cleanup of any kind
         driver.wait()
