@@ -20,6 +20,7 @@ from schemas.errors import IndexFormatError
 from schemas.layout import (
     DELETED_FILE,
     GENERATION_FILES,
+    HITS_FILE,
     LEXICAL_FILE,
     SEGMENT_FILES,
     SEGMENT_MANIFEST,
@@ -58,8 +59,9 @@ def fsck(root: str | Path, generation: str | None = None) -> list[Fault]:
     if faults:
         return faults  # a damaged file makes every later check meaningless
     faults += _schemas(gen)
+    faults += [fault for segment in gen.segments for fault in _hits_file(segment, f"segments/{segment.name}")]
     if faults:
-        return faults
+        return faults  # the later checks read chunks as readers do: through the hits files
     faults += _segments(gen)
     faults += _shards(gen)
     faults += _counts(gen)
@@ -142,6 +144,17 @@ def _segments(gen: Generation) -> list[Fault]:
         if len(masked) != segment.ref.n_deleted or len(doc_ids) != segment.ref.n_documents:
             faults.append(Fault("manifest.json", f"segment {segment.name}: document counts differ from its files"))
     return faults
+
+
+def _hits_file(segment, where: str) -> list[Fault]:
+    """The segment's Arrow copy of its chunks (what searches read) holds the rows of chunks.parquet."""
+    try:
+        hits = segment.hits()
+    except IndexFormatError as exc:
+        return [Fault(f"{where}/{HITS_FILE}", str(exc))]
+    if not hits.equals(segment.table("chunks", hits.schema.names).cast(hits.schema)):
+        return [Fault(f"{where}/{HITS_FILE}", "its rows differ from chunks.parquet's")]
+    return []
 
 
 def _counts(gen: Generation) -> list[Fault]:

@@ -17,10 +17,11 @@ from pathlib import Path
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
+import pyarrow.ipc as ipc
 import pyarrow.parquet as pq
 
 from schemas.errors import IndexFormatError
-from schemas.layout import LEXICAL_FILE, SEGMENT_FILES, TABLE_FILES, VECTORS_FILE
+from schemas.layout import HITS_FILE, LEXICAL_FILE, SEGMENT_FILES, TABLE_FILES, VECTORS_FILE
 from schemas.records import MaskedDocument, SegmentRef
 from schemas.tables import SCHEMAS, check_schema, doc_slices, read_table, vector_count
 
@@ -48,6 +49,7 @@ class SegmentFiles:
         self._groups: dict[str, RowGroups | None] = {}
         self._recent: dict[tuple[str, tuple[int, ...]], pa.Table] = {}  # row groups read, least recent first
         self._readers: dict[str, pq.ParquetFile] = {}
+        self._hits: pa.Table | None = None
         self.row_groups_read = 0
         self._lock = threading.Lock()
 
@@ -80,8 +82,16 @@ class SegmentFiles:
         return self._slices[name]
 
     def rows_of(self, name: str, doc_id: str) -> pa.Table:
-        """One document's rows of a table: from the row groups that hold them, or from the whole
-        table where it is already read (or cannot be located by row group)."""
+        """One document's rows of a table: its chunks from the mapped hits file, others from the
+        row groups that hold them, or from the whole table where it is already read (or cannot be
+        located by row group)."""
+        if name == "chunks":
+            hits = self.hits()
+            ids = hits.column("doc_id")
+            rows = range(hits.num_rows)  # grouped by doc_id in doc_id order: a binary search
+            first = bisect.bisect_left(rows, doc_id, key=lambda row: ids[row].as_py())
+            last = bisect.bisect_right(rows, doc_id, lo=first, key=lambda row: ids[row].as_py())
+            return hits.slice(first, last - first)
         groups = None if name in self._tables else self.row_groups(name)
         if groups is None:
             first, count = self.doc_slices(name).get(doc_id, (0, 0))
@@ -122,12 +132,31 @@ class SegmentFiles:
         return self.rows_of("documents", doc_id).num_rows > 0
 
     def row_at(self, name: str, row: int) -> pa.Table:
-        """Row ``row`` of a table (a chunk by vector_id - base), read from its row group alone."""
+        """Row ``row`` of a table (a chunk by vector_id - base: from the mapped hits file), read
+        from its row group alone."""
+        if name == "chunks":
+            return self.hits().slice(row, 1)
         groups = None if name in self._tables else self.row_groups(name)
         if groups is None:
             return self.table(name).slice(row, 1)
         group, first = groups.containing(row)
         return self._read_groups(name, [group]).slice(row - first, 1)
+
+    def hits(self) -> pa.Table:
+        """The segment's chunks, mapped from its Arrow file: nothing is read until a row is."""
+        if self._hits is None:
+            with self._lock:
+                if self._hits is None:
+                    where = str(self.dir / HITS_FILE)
+                    try:
+                        hits = ipc.open_file(self._files[HITS_FILE]).read_all()
+                    except pa.ArrowInvalid as exc:
+                        raise IndexFormatError(f"{where}: not an Arrow file ({exc})") from None
+                    check_schema("chunks", hits.schema, where)
+                    if hits.num_rows != self.ref.n_vectors:
+                        raise IndexFormatError(f"{where}: {hits.num_rows} chunks, its generation says {self.ref.n_vectors}")
+                    self._hits = hits
+        return self._hits
 
     def row_groups(self, name: str) -> RowGroups | None:
         if name not in self._groups:

@@ -35,13 +35,14 @@ from schemas.records import (
     RunKind,
 )
 
-FORMAT_VERSION = 8  # 2: documents.source_url; 3: hidden_text, chunks.n_hidden, documents.n_hidden_chars;
+FORMAT_VERSION = 9  # 2: documents.source_url; 3: hidden_text, chunks.n_hidden, documents.n_hidden_chars;
 # 4: html_boxes, pdf_pages.ocr, pdf_chars.ocr_confidence; 5: office_map, office_pages, office_cells;
 # 6: office_boxes, office_render_pages, office_shapes; 7: segments, deleted, stable vector ids;
 # 8: documents.metadata (the user's fields), documents.created, documents.language; chunks.title and
 #    chunks.headings (section context, also in each chunk's BM25 text), chunks.language (ISO 639-1,
 #    "" undetermined), documents.source_etag (an object's ETag: a corpus in a store is known unchanged
 #    by its listing)
+# 9: each segment's chunks also as an uncompressed Arrow IPC file (layout.HITS_FILE), a search's rows
 META_TABLE = b"spanindex.table"
 META_FORMAT = b"spanindex.format_version"
 META_MODEL = b"spanindex.model_id"

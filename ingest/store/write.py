@@ -21,11 +21,12 @@ from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.ipc as ipc
 import pyarrow.parquet as pq
 
 from ingest.store.lexical import ANALYSED_CHUNK_COLUMNS, POSTINGS_BATCH, TOKENIZER_VERSION, chunk_analyses, write_lexical
 from ingest.store.publish import fsync_dir, fsync_file
-from schemas.layout import DELETED_FILE, LEXICAL_FILE, MANIFEST, SEGMENT_FILES, SEGMENT_MANIFEST, TABLE_FILES, VECTORS_FILE
+from schemas.layout import DELETED_FILE, HITS_FILE, LEXICAL_FILE, MANIFEST, SEGMENT_FILES, SEGMENT_MANIFEST, TABLE_FILES, VECTORS_FILE
 from schemas.manifest import manifest_to_json, segment_to_json
 from schemas.records import DocumentRecord, Manifest, MaskedDocument, SegmentRef
 from schemas.tables import SCHEMAS, documents_table, with_metadata
@@ -100,6 +101,7 @@ class SegmentWriter:
         self.dim = dim
         gen_dir.mkdir(parents=True, exist_ok=False)
         self._writers: dict[str, pq.ParquetWriter] = {}
+        self._hits: ipc.RecordBatchFileWriter | None = None
         self._pending: dict[str, list[pa.Table]] = {name: [] for name in ROW_GROUP_ROWS}
         self._pending_rows: dict[str, int] = {name: 0 for name in ROW_GROUP_ROWS}
         self._documents: list[DocumentRecord] = []
@@ -148,7 +150,11 @@ class SegmentWriter:
         batch = pa.concat_tables(self._pending[table_name])
         with _naming(self.gen_dir / TABLE_FILES[table_name]):
             writer = self._writer(table_name)
-            writer.write_table(batch.cast(writer.schema), row_group_size=ROW_GROUP_ROWS[table_name])
+            rows = batch.cast(writer.schema)
+            writer.write_table(rows, row_group_size=ROW_GROUP_ROWS[table_name])
+        if table_name == "chunks":
+            with _naming(self.gen_dir / HITS_FILE):
+                self._hits_writer().write_table(rows)
         self._pending[table_name] = []
         self._pending_rows[table_name] = 0
         return_free_heap()
@@ -163,12 +169,19 @@ class SegmentWriter:
             )
         return self._writers[table_name]
 
+    def _hits_writer(self) -> ipc.RecordBatchFileWriter:
+        if self._hits is None:
+            self._hits = ipc.new_file(self.gen_dir / HITS_FILE, with_metadata("chunks", self.model_id, self.dim))
+        return self._hits
+
     def finish(self, name: str, vector_base: int, mtimes_trusted_before_ns: int) -> SegmentRef:
         """Close every table and the vectors, write the documents table and segment.json, fsync it all."""
         for table_name in ROW_GROUP_ROWS:
             self._flush(table_name)
             with _naming(self.gen_dir / TABLE_FILES[table_name]):
                 self._writer(table_name).close()  # opens it first when no row came: an empty table
+        with _naming(self.gen_dir / HITS_FILE):
+            self._hits_writer().close()
         with _naming(self.gen_dir / VECTORS_FILE):
             self._vectors.flush()
             self._vectors.close()
@@ -214,7 +227,7 @@ class SegmentWriter:
 
     def abort(self) -> None:
         """Close what is open, as well as a failing disk allows: the folder is removed next."""
-        for closable in [*self._writers.values(), self._vectors]:
+        for closable in [*self._writers.values(), *filter(None, [self._hits]), self._vectors]:
             try:
                 closable.close()
             except OSError:

@@ -16,6 +16,7 @@ from pathlib import Path
 
 import duckdb
 import numpy as np
+import pyarrow as pa
 import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
@@ -28,7 +29,7 @@ from ingest.build import BuildSettings, build_index
 from ingest.compact import compact_index
 from ingest.store import deleted_table, segments
 from schemas.errors import IndexFormatError
-from schemas.layout import MANIFEST, IndexPaths, read_current
+from schemas.layout import HITS_FILE, MANIFEST, IndexPaths, read_current
 from schemas.records import MaskedDocument
 from schemas.tables import DOCUMENT_MAP_TABLES, FORMAT_VERSION, SCHEMAS
 
@@ -223,7 +224,58 @@ def test_a_reader_opens_an_index_by_its_manifests_and_footers_and_reads_no_table
     assert idx.generation.whole_tables == () and idx.generation.row_groups_read <= 4
 
 
-@pytest.mark.hostile("an index written by an older spanindex (the previous format: 7 had no documents.metadata, created, language, source_etag, chunks.title, headings, language)",
+def test_a_search_reads_its_hits_from_the_mapped_arrow_file_and_decodes_no_row_group(tmp_path):
+    corpus = shutil.copytree(SAMPLE_CORPUS, tmp_path / "corpus")
+    idx_dir = tmp_path / "idx"
+    _build(corpus, idx_dir)
+    (corpus / "docs" / "note.md").write_text(_text(1))
+    _build(corpus, idx_dir)  # two segments: hits come from both
+    whole = {c["chunk_id"]: c for c in index.open(idx_dir).generation.table("chunks").to_pylist()}
+    idx = index.open(idx_dir, embedder=HashingEmbedder())
+    hits = [hit for mode in ("dense", "lexical", "hybrid") for query in ("invoices", "note", "refund policy")
+            for hit in idx.search(query, k=5, mode=mode)]
+    assert len({h.doc_id for h in hits}) > 2
+    for hit in hits:
+        row = whole[hit.chunk_id]
+        assert (hit.doc_id, hit.start, hit.end, hit.text, hit.title) == (row["doc_id"], row["start"], row["end"], row["text"], row["title"])
+    assert idx.generation.row_groups_read == 0 and idx.generation.whole_tables == ()
+    note = [c for c in whole.values() if c["doc_id"] == "docs/note.md"]
+    assert [c.chunk_id for c in idx.chunks_of("docs/note.md")] == [c["chunk_id"] for c in note] != []
+
+
+def test_fsck_names_a_hits_file_whose_rows_differ_from_the_chunks_table(tmp_path):
+    import pyarrow.compute as pc
+    import pyarrow.ipc as ipc
+
+    corpus = shutil.copytree(SAMPLE_CORPUS / "docs", tmp_path / "corpus")
+    idx_dir = tmp_path / "idx"
+    _build(corpus, idx_dir)
+    segment = index.open(idx_dir).generation.segments[0]
+    path = segment.dir / HITS_FILE
+    hits = ipc.open_file(pa.BufferReader(path.read_bytes())).read_all()  # not mapped: the file is replaced
+    changed = hits.set_column(hits.schema.get_field_index("text"), hits.schema.field("text"),
+                              pc.utf8_upper(hits.column("text")))  # the same length: only the rows differ
+    with ipc.new_file(tmp_path / "changed.arrow", hits.schema) as out:
+        out.write_table(changed)
+    os.replace(tmp_path / "changed.arrow", path)
+    _checksum_again(segment.dir, HITS_FILE)  # as a writer that wrote the wrong rows would have
+    faults = fsck(idx_dir)
+    assert any(f.where == f"segments/{segment.name}/{HITS_FILE}" and "differ from chunks.parquet" in f.message for f in faults), faults
+    (tmp_path / "junk").write_bytes(b"not arrow")
+    os.replace(tmp_path / "junk", path)
+    _checksum_again(segment.dir, HITS_FILE)
+    assert any(f.where == f"segments/{segment.name}/{HITS_FILE}" and "not an Arrow file" in f.message for f in fsck(idx_dir))
+
+
+def _checksum_again(segment_dir: Path, file_name: str) -> None:
+    from ingest.store import file_sha256
+
+    raw = json.loads((segment_dir / "segment.json").read_text())
+    raw["table_sha256"][file_name] = file_sha256(segment_dir / file_name)
+    (segment_dir / "segment.json").write_text(json.dumps(raw))
+
+
+@pytest.mark.hostile("an index written by an older spanindex (the previous format: 8 had no chunks.arrow, the Arrow copy of each segment's chunks that searches read)",
                      "CLI error: one line naming both formats and the command that rebuilds it; a build rebuilds it in full")
 def test_an_index_of_the_previous_format_is_refused_in_one_line_and_rebuilt_by_a_build(tmp_path):
     corpus = shutil.copytree(SAMPLE_CORPUS / "docs", tmp_path / "corpus")

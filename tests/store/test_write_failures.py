@@ -44,10 +44,10 @@ def _mount_or_skip(*args: str) -> None:
 
 @pytest.fixture
 def small_disk(tmp_path) -> Path:
-    """A 2 MiB tmpfs: an index on it runs out of space."""
+    """A 4 MiB tmpfs: an index on it runs out of space."""
     disk = tmp_path / "disk"
     disk.mkdir()
-    _mount_or_skip("-t", "tmpfs", "-o", "size=2m", "tmpfs", str(disk))
+    _mount_or_skip("-t", "tmpfs", "-o", "size=4m", "tmpfs", str(disk))
     yield disk
     _unmount(disk)
 
@@ -104,7 +104,7 @@ def _assert_previous_serves_and_nothing_is_left(idx_dir: Path, live: str) -> Non
     assert idx.search("invoices and receipts", k=1)
 
 
-@pytest.mark.hostile("a disk that fills up at any point of a build (tmpfs, free space swept from 0 to 1.5 MiB)",
+@pytest.mark.hostile("a disk that fills up at any point of a build (tmpfs, free space swept from 0 to 2.5 MiB)",
                      "CLI error: IndexWriteError 'cannot write the index ...: No space left on device; generation N is still live'; "
                      "fsck clean, the failed build's files removed, the next build with space succeeds")
 @pytest.mark.parametrize("spill", [False, True], ids=["in-memory", "spilled"])
@@ -115,7 +115,7 @@ def test_a_disk_that_fills_at_any_point_leaves_the_previous_generation_serving(s
     idx_dir = small_disk / "idx"
     _build(corpus, idx_dir)
     failures, published = [], 0
-    for run, free in enumerate([0, 8 << 10, 48 << 10, 160 << 10, 400 << 10, 700 << 10, 1000 << 10, 1500 << 10]):
+    for run, free in enumerate([0, 8 << 10, 48 << 10, 160 << 10, 400 << 10, 700 << 10, 1000 << 10, 1500 << 10, 2500 << 10]):
         _big_text(corpus / "big.txt", seed=run, n_paragraphs=800)  # ~400 KB of new text on every run
         live = (idx_dir / "CURRENT").read_text().strip()
         _leave_free(small_disk, free)
