@@ -59,6 +59,52 @@ def test_a_dense_weight_of_zero_gives_the_lexical_order_and_dense_only_fills_in_
 
 
 @settings(max_examples=examples(200))
+@given(CHUNK_IDS, SCORES, CHUNK_IDS, SCORES)
+def test_a_lexical_weight_of_zero_gives_the_dense_order_and_lexical_only_fills_in_below(
+        lexical, lexical_scores, dense, dense_scores):
+    """The weights decide, not the order the rankings are given in."""
+    fused = _ids(fuse([(_ranking(lexical, lexical_scores), 0.0), (_ranking(dense, dense_scores), 1.0)], 24))
+    assert fused == dense + [c for c in lexical if c not in dense]
+
+
+def _position(ranking: list[str], chunk_id: str) -> float:
+    return ranking.index(chunk_id) if chunk_id in ranking else float("inf")
+
+
+@settings(max_examples=examples(200))
+@given(CHUNK_IDS, SCORES, CHUNK_IDS, SCORES, WEIGHTS)
+@example(["b", "a"], [1.0] * 12, ["b", "a"], [1.0] * 12, 0.5)  # every score alike: the ranks decide, not the ids
+def test_a_chunk_that_no_ranking_puts_below_another_is_fused_above_it(lexical, lexical_scores, dense, dense_scores, weight):
+    """Pareto: where every ranking has ``a`` at least as high as ``b`` (a chunk a ranking does
+    not hold is below every chunk it does) and one has it higher, no weighing puts ``b`` first."""
+    fused = _ids(fuse([(_ranking(lexical, lexical_scores), 1 - weight), (_ranking(dense, dense_scores), weight)], 24))
+    for a, b in itertools.permutations(fused, 2):
+        places = [(_position(ranking, a), _position(ranking, b)) for ranking in (lexical, dense)]
+        if all(pa <= pb for pa, pb in places) and any(pa < pb for pa, pb in places):
+            assert fused.index(a) < fused.index(b), (a, b)
+
+
+@settings(max_examples=examples(200))
+@given(CHUNK_IDS, SCORES, CHUNK_IDS, SCORES, WEIGHTS, WEIGHTS)
+def test_each_rankings_first_chunk_only_climbs_as_that_ranking_weighs_more(
+        lexical, lexical_scores, dense, dense_scores, weight, other_weight):
+    """The fused score is linear in the weight and a ranking's first chunk has its highest
+    standard score: a chunk fused above it at a greater weight was above it at every smaller one."""
+    lighter, heavier = sorted((weight, other_weight))
+    rankings = (_ranking(lexical, lexical_scores), _ranking(dense, dense_scores))
+
+    def ahead_of(first: str, dense_weight: float, margin: float) -> set[str]:
+        fused = fuse([(rankings[0], 1 - dense_weight), (rankings[1], dense_weight)], 24)
+        score = next(h.score for h in fused if h.chunk_id == first)
+        return {h.chunk_id for h in fused if h.score > score + margin}
+
+    if dense:  # more dense weight: the dense first climbs
+        assert ahead_of(dense[0], heavier, 1e-9) <= ahead_of(dense[0], lighter, -1e-9)
+    if lexical:  # less dense weight: the lexical first climbs
+        assert ahead_of(lexical[0], lighter, 1e-9) <= ahead_of(lexical[0], heavier, -1e-9)
+
+
+@settings(max_examples=examples(200))
 @given(CHUNK_IDS, SCORES, SCORES, WEIGHTS)
 def test_two_rankings_in_the_same_order_fuse_to_that_order(ids, lexical_scores, dense_scores, weight):
     """Whatever each ranking's scores and weight, where both put the same chunks in the same order."""
@@ -116,6 +162,18 @@ def test_a_query_the_english_model_cannot_read_weighs_dense_down(query, known_sh
     assert dense_weight(query, multilingual=False) < english
     assert dense_weight(query, multilingual=False) <= DENSE_WEIGHT * known_share + 1e-12
     assert dense_weight(query, multilingual=True) == DENSE_WEIGHT  # a multilingual model reads them all
+
+
+@settings(max_examples=examples(200))
+@given(st.text(max_size=80), st.floats(0.0, 1.0), st.floats(0.0, 1.0))
+def test_the_dense_weight_is_the_base_times_the_known_share_of_the_query(query, base, unknown_language):
+    """Between 0 and the base; the base itself for a multilingual model; for an English one, the
+    base times the query's share of Latin letters, times the factor or 1."""
+    weight = dense_weight(query, multilingual=False, base=base, unknown_language=unknown_language)
+    assert dense_weight(query, multilingual=True, base=base, unknown_language=unknown_language) == base
+    assert 0.0 <= weight <= base
+    assert weight in (pytest.approx(base * latin_share(query)), pytest.approx(base * latin_share(query) * unknown_language))
+    assert dense_weight(query, multilingual=False, base=0.0) == 0.0
 
 
 def test_a_latin_query_in_another_language_weighs_dense_down_and_a_short_one_by_its_script_alone():
