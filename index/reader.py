@@ -231,6 +231,18 @@ class Index:
         # vector ids are assigned in row order: row == vector_id
         return self._chunk_at(int(vector_id))
 
+    @_one_request
+    def chunks_at_vectors(self, vector_ids) -> list[Chunk]:
+        """The chunks of ``vector_ids`` in their order (a search's hits), those not yet kept read together."""
+        ids = [int(v) for v in vector_ids]
+        missing = [v for v in dict.fromkeys(ids) if v not in self._chunk_cache]
+        if missing:
+            if len(self._chunk_cache) + len(missing) > 4096:
+                self._chunk_cache.clear()
+            for vector_id, row in zip(missing, self.generation.chunks_at(missing)):
+                self._chunk_cache[vector_id] = chunk_of_row(row)
+        return [self._chunk_cache[v] for v in ids]
+
     # -- offset maps ---------------------------------------------------------
 
     @_one_request

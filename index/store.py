@@ -104,6 +104,10 @@ class Generation:
         """The chunk (or other row) whose vector id is ``vector_id``, read from its row group alone."""
         return self.live.row_at_vector(name, vector_id)
 
+    def chunks_at(self, vector_ids: list[int]) -> list[dict]:
+        """The chunks rows of ``vector_ids`` (a search's hits), in their order."""
+        return self.live.chunks_at_vectors(vector_ids)
+
     def vectors(self) -> tuple[np.ndarray, np.ndarray]:
         """(vector ids, vectors) of every live chunk, segment by segment."""
         ids = [self.live.live_vector_ids(s) for s in self.segments]

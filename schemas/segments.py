@@ -324,6 +324,24 @@ class LiveSegments:
         segment = self.segment_of_vector(vector_id)
         return segment.row_at(name, vector_id - segment.ref.vector_base)
 
+    def chunks_at_vectors(self, vector_ids: list[int]) -> list[dict]:
+        """The chunks rows (``to_pylist`` form) of ``vector_ids``, in their order: taken from each
+        segment's hits file together (a search's k hits: ~20 us a row, ~60 us one at a time)."""
+        by_segment: dict[int, list[int]] = {}
+        segments: dict[int, SegmentFiles] = {}
+        for at, vector_id in enumerate(vector_ids):
+            segment = self.segment_of_vector(vector_id)
+            segments[id(segment)] = segment
+            by_segment.setdefault(id(segment), []).append(at)
+        rows: list[dict] = [{}] * len(vector_ids)
+        for key, positions in by_segment.items():
+            segment, hits = segments[key], segments[key].hits()
+            # slices, not take: Arrow's take joins a mapped table's batches into one copy first
+            picked = pa.concat_tables([hits.slice(vector_ids[at] - segment.ref.vector_base, 1) for at in positions])
+            for at, row in zip(positions, picked.to_pylist()):
+                rows[at] = row
+        return rows
+
     def live_tables(self, name: str, columns: list[str] | None = None):
         """(segment, its live rows of a table), segment by segment, oldest first."""
         for segment in self.segments:

@@ -217,10 +217,34 @@ class LexicalIndex:
             kth = float(np.partition(at_least, len(at_least) - k)[len(at_least) - k])
             margin = 1e-4 * (kth + left[step + 1]) + 1e-6
             if kth - margin > left[step + 1]:  # no chunk outside the scored postings reaches the k-th
-                return candidates[at_least + left[step + 1] >= kth - margin].astype(np.int64), scored
+                candidates = candidates[at_least + left[step + 1] >= kth - margin].astype(np.int64)
+                return self._narrowed(terms, order, left, step + 1, candidates, partial, k, scored), scored
         if partial is None:
             return np.zeros(0, dtype=np.int64), scored
         return _allowed(np.flatnonzero(touched), allowed).astype(np.int64), scored
+
+    def _narrowed(self, terms: list[_Term], order: list[int], left: list[float], first: int, candidates: np.ndarray,
+                  partial: np.ndarray, k: int, scored: dict) -> np.ndarray:
+        """``candidates`` less those the tokens left cannot lift to the k-th best: each token from
+        step ``first`` on is scored at the candidates still in (its weights kept in ``scored``),
+        and a candidate whose partial score plus the bounds of the tokens after it falls short of
+        the k-th best partial score is dropped. The copies of a chunk in a corpus copied 64 times
+        are 64 candidates each; most fall away after a token or two, and the rest are not
+        searched for in every posting list."""
+        for step in range(first, len(order)):
+            i = order[step]
+            scored[i] = []
+            for part in self._parts:
+                where, counts, lengths = part.found_at(terms[i].token, candidates)
+                if len(where):
+                    weights = bm25_weights(counts, lengths, terms[i].doc_freq, self.n_chunks, self._average)
+                    scored[i].append((candidates[where], weights))
+                    partial[candidates[where]] += weights
+            at_least = partial[candidates]
+            kth = float(np.partition(at_least, len(at_least) - k)[len(at_least) - k])
+            margin = 1e-4 * (kth + left[step + 1]) + 1e-6
+            candidates = candidates[at_least + left[step + 1] >= kth - margin]
+        return candidates
 
     def _exact_scores(self, terms: list[_Term], vector_ids: np.ndarray, scored: dict) -> np.ndarray:
         """The BM25 scores of ``vector_ids`` (ascending, live), summed in float32 in query-token order

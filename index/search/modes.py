@@ -125,13 +125,14 @@ def dense_search(index, query: str, k: int, allowed: np.ndarray | None = None) -
     depth = min(k + HIDDEN_MARGIN, index.n_chunks)
     # each segment's shard, searched as the manifest says (nprobe, efSearch), or the allowed vectors exactly
     scores, ids = dense_ranked(index.generation, np.ascontiguousarray(vector, dtype=np.float32), depth, allowed)
-    found = []
-    for score, vector_id in zip(scores, ids):  # read best first, until k: each read is a row group
-        if vector_id < 0 or len(found) == k:
-            break
-        chunk = index.chunk_at_vector(int(vector_id))
-        if not _all_hidden(index, chunk):
-            found.append((chunk, float(score)))
+    ranked = [(float(score), int(vector_id)) for score, vector_id in zip(scores, ids) if vector_id >= 0]
+    found, read = [], 0
+    while len(found) < k and read < len(ranked):  # best first, as many as are still wanted at a time
+        batch = ranked[read : read + k - len(found)]
+        read += len(batch)
+        for (score, _), chunk in zip(batch, index.chunks_at_vectors([vector_id for _, vector_id in batch])):
+            if not _all_hidden(index, chunk):
+                found.append((chunk, score))
     return [hit_of(chunk, rank, s) for rank, (chunk, s) in enumerate(found, start=1)]
 
 
@@ -152,7 +153,8 @@ def lexical_search(index, query: str, k: int, allowed: np.ndarray | None = None)
     if k <= 0 or index.n_chunks == 0:
         return []
     ids, scores = index.lexical().top(query, k, allowed)
-    return [hit_of(index.chunk_at_vector(int(i)), rank, s) for rank, (i, s) in enumerate(zip(ids, scores), start=1)]
+    chunks = index.chunks_at_vectors(ids)
+    return [hit_of(chunk, rank, s) for rank, (chunk, s) in enumerate(zip(chunks, scores), start=1)]
 
 
 def hit_of(chunk: Chunk, rank: int, score: float) -> SearchHit:

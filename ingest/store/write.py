@@ -154,7 +154,9 @@ class SegmentWriter:
             writer.write_table(rows, row_group_size=ROW_GROUP_ROWS[table_name])
         if table_name == "chunks":
             with _naming(self.gen_dir / HITS_FILE):
-                self._hits_writer().write_table(rows)
+                # one record batch a flush (the rows came a document at a time): a reader finds a
+                # row among a segment's batches by binary search, and each costs it a lookup
+                self._hits_writer().write_table(rows.combine_chunks())
         self._pending[table_name] = []
         self._pending_rows[table_name] = 0
         return_free_heap()
