@@ -115,7 +115,9 @@ def run(copies: list[int] | None = None) -> dict:
               f"written x{last['written_mb'] / max(first['written_mb'], 1e-9):.2f}, "
               f"reindex peak x{last['reindex']['peak_mb'] / first['reindex']['peak_mb']:.2f}, "
               f"first resolve x{last['resolve']['seconds'] / first['resolve']['seconds']:.2f}, "
-              f"reader peak x{last['resolve']['peak_mb'] / first['resolve']['peak_mb']:.2f}")
+              f"reader peak x{last['resolve']['peak_mb'] / first['resolve']['peak_mb']:.2f}, "
+              f"search p50 dense x{last['search_p50_ms']['dense'] / first['search_p50_ms']['dense']:.2f}, "
+              f"lexical x{last['search_p50_ms']['lexical'] / first['search_p50_ms']['lexical']:.2f}")
     return results
 
 

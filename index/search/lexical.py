@@ -51,9 +51,14 @@ class _Postings:
             return None
         first, last = self.offsets[row], self.offsets[row + 1]
         ids, counts, lengths = self.ids[first:last], self.counts[first:last], self.lengths[first:last]
-        if len(self.dead):
-            keep = ~np.isin(ids, self.dead, assume_unique=True)
-            ids, counts, lengths = ids[keep], counts[keep], lengths[keep]
+        if len(self.dead):  # both sorted: the masked ids are looked up in the postings (isin sorts them)
+            at = np.searchsorted(ids, self.dead)
+            inside = at < len(ids)
+            masked = at[inside][ids[at[inside]] == self.dead[inside]]
+            if len(masked):
+                keep = np.ones(len(ids), dtype=bool)
+                keep[masked] = False
+                ids, counts, lengths = ids[keep], counts[keep], lengths[keep]
         return ids, counts, lengths
 
     def live_count(self, token: str) -> int:

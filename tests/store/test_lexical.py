@@ -372,6 +372,8 @@ def test_top_skips_frequent_tokens_yet_gives_the_top_k_of_one_sort_of_every_scor
     allowed_ids = None if allowed is None else np.array(sorted(allowed), dtype=np.int64)
     ids, scores = lexical.top(query_text, k, allowed_ids)
     matched, every = lexical.scores(query_text)
+    unmasked, _ = LexicalIndex([(table, dead[:0])], settings_["n_chunks"], settings_["n_tokens"], "test").scores(query_text)
+    assert matched.tolist() == [i for i in unmasked.tolist() if i not in set(dead.tolist())]  # masked: gone, no other
     keep = every > 0
     if allowed_ids is not None:
         keep &= np.isin(matched, allowed_ids)
