@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING
 
 import pyarrow as pa
 
-from ingest.text import chunk_languages, chunk_spans, make_chunks
+from ingest.text import chunk_languages, chunk_spans, make_chunks, preload_identifier
 from ingest.corpus import ListedObject, NotReadable, StoreFailure, read_source_bytes
 from ingest.embed import ModelInfo, load_tokenizer
 from ingest.formats import RENDERED_TYPES, parse_document
@@ -184,6 +184,7 @@ _tokenizer = None
 def init_worker(settings: WorkerSettings) -> None:
     global _settings, _tokenizer
     _settings = settings
+    preload_identifier()  # every document's chunks are identified: loaded while the tokenizer is
     _tokenizer = load_tokenizer(settings.model)
 
 

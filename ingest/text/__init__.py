@@ -14,7 +14,7 @@ __getattr__, __dir__, __all__ = lazy_loader.attach(__name__, submod_attrs={
     "chunker": ["chunk_spans", "embed_text", "make_chunks"],
     "hidden": ["HiddenText"],
     "sections": ["SectionPaths", "document_title", "section_text"],
-    "language": ["LANGUAGE_VERSION", "chunk_languages", "identify_language"],
+    "language": ["LANGUAGE_VERSION", "chunk_languages", "identify_language", "preload_identifier"],
     "normalize": ["NORMALIZER_VERSION", "NormalizedText", "is_no_space_script", "normalize",
                   "normalize_with_map"],
 })
