@@ -197,14 +197,18 @@ class IndexBucket:
                       lambda k: k.startswith("generations/") and not k.endswith(MANIFEST),
                       lambda k: k.startswith("generations/") and k.endswith(MANIFEST)):
             self._upload([key for key in new if group(key)], name, started)
+        current = (name + "\n").encode("utf-8")
         try:
-            self._run(self._put(CURRENT, (name + "\n").encode("utf-8"), started.etag))
-        except FileExistsError:
-            raise self._lost(name, started) from None
+            self._run(self._put(CURRENT, current, started.etag))
         except Exception as exc:  # noqa: BLE001
-            if _precondition_failed(exc) or isinstance(exc, FileNotFoundError):  # If-Match: changed, or gone
+            if not (isinstance(exc, (FileExistsError, FileNotFoundError)) or _precondition_failed(exc)):
+                raise self._unpublished(exc, started) from None
+            try:  # If-Match refused: CURRENT changed, or is gone; unless a retry's first try landed
+                ours = self._run(self._holds(CURRENT, current))
+            except Exception as failure:  # noqa: BLE001
+                raise self._unpublished(failure, started) from None
+            if not ours:
                 raise self._lost(name, started) from None
-            raise self._unpublished(exc, started) from None
 
     def _upload(self, keys: list[str], name: str, started: BucketState) -> None:
         try:
@@ -219,9 +223,11 @@ class IndexBucket:
         try:
             await self._put(key, data, None)
         except FileExistsError:
-            if not key.startswith(CONTENT_ADDRESSED):
-                raise
-            return  # the same contents, stored by another build meanwhile
+            # the same contents (stored by another build meanwhile, or by a retried first try of this
+            # request), else another build wrote under this generation's name
+            if key.startswith(CONTENT_ADDRESSED) or await self._holds(key, data):
+                return
+            raise
         self.transfers.uploaded += 1
         self.transfers.uploaded_bytes += len(data)
 
@@ -229,6 +235,15 @@ class IndexBucket:
         """PutObject that never replaces an object unless it is the one ``if_match`` names."""
         condition = {"IfMatch": if_match} if if_match else {"IfNoneMatch": "*"}
         await self.fs._call_s3("put_object", Bucket=self.bucket, Key=self._key(key), Body=data, **condition)
+
+    async def _holds(self, key: str, data: bytes) -> bool:
+        """Whether the bucket's object is ``data``: its ETag is the MD5 of the bytes of a single PutObject
+        (of one without SSE-KMS encryption: elsewhere a refused write is taken for another build's)."""
+        try:
+            head = await self.fs._call_s3("head_object", Bucket=self.bucket, Key=self._key(key))
+        except FileNotFoundError:
+            return False
+        return head.get("ETag", "").strip('"') == hashlib.md5(data, usedforsecurity=False).hexdigest()
 
     def _lost(self, name: str, started: BucketState) -> PublishRaceError:
         since = f"generation {started.live}" if started.live else "an empty bucket"

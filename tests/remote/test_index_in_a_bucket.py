@@ -168,10 +168,13 @@ def test_a_conditional_current_refuses_a_stale_etag_and_a_second_first_build(buc
     assert _current(bucket) == "000002"
     empty = IndexBucket("s3://index-bucket/other", tmp_path / "o").state()
     assert empty.live is None and empty.etag is None
-    bucket.client().put_object(Bucket="index-bucket", Key="other/CURRENT", Body=b"000001\n")
+    bucket.client().put_object(Bucket="index-bucket", Key="other/CURRENT", Body=b"000007\n")
     with pytest.raises(PublishRaceError):  # If-None-Match: * refuses a CURRENT that appeared meanwhile
         IndexBucket("s3://index-bucket/other", tmp_path / "a").publish(first.generation, empty)
-    assert bucket.client().get_object(Bucket="index-bucket", Key="other/CURRENT")["Body"].read() == b"000001\n"
+    assert bucket.client().get_object(Bucket="index-bucket", Key="other/CURRENT")["Body"].read() == b"000007\n"
+    # refused, but the object holds this build's bytes: a retried request whose first try landed
+    bucket.client().put_object(Bucket="index-bucket", Key="other/CURRENT", Body=b"000001\n")
+    IndexBucket("s3://index-bucket/other", tmp_path / "a").publish(first.generation, empty)
 
 
 @pytest.mark.hostile("an index bucket that fails (HTTP 503 on every write) while a build uploads", "CLI error")
