@@ -44,7 +44,8 @@ def _traffic(requests) -> dict:
         "list" if "list-type" in r.query else "delete" if "delete" in r.query else r.method.lower() for r in requests)
     return {"requests": len(requests), **dict(sorted(kinds.items())),
             "bytes_uploaded": sum(r.bytes_received for r in requests if r.method == "PUT"),
-            "bytes_fetched": sum(r.bytes_sent for r in requests if r.method == "GET" and "list-type" not in r.query)}
+            "bytes_fetched": sum(r.bytes_sent for r in requests if r.method == "GET" and "list-type" not in r.query),
+            "bytes_listed": sum(r.bytes_sent for r in requests if "list-type" in r.query)}
 
 
 def _measure(corpus: Path, s3) -> dict:

@@ -255,3 +255,17 @@ def test_a_file_of_a_generation_the_copy_never_published_is_fetched_again_though
     debris.write_bytes(b"x" * published.stat().st_size)
     index.open(INDEX, embedder=HashingEmbedder(), cache=tmp_path / "reader")
     assert debris.read_bytes() == published.read_bytes() and fsck(tmp_path / "reader") == []
+
+
+def test_the_viewer_serves_an_index_in_a_bucket_and_its_sources_from_the_local_copy(bucket, tmp_path):
+    from fastapi.testclient import TestClient
+
+    from index.viewer.server.app import create_app
+
+    _build(SAMPLE_CORPUS, INDEX, tmp_path / "build-cache")
+    client = TestClient(create_app(INDEX, embedder=HashingEmbedder()), base_url="http://127.0.0.1")
+    body = client.get("/api/search", params={"q": "overage per 1,000 API calls", "k": 3}).json()
+    local = index.open(tmp_path / "build-cache", embedder=HashingEmbedder())
+    assert [h["chunk_id"] for h in body["hits"]] == [h.chunk_id for h in local.search("overage per 1,000 API calls", k=3)]
+    original = client.get("/documents/pricing/rate-card.pdf/file")
+    assert original.status_code == 200 and original.content == (SAMPLE_CORPUS / "pricing" / "rate-card.pdf").read_bytes()
