@@ -19,7 +19,8 @@ from ingest.build import BuildReport, vector_index, next_generation_name, remove
 from ingest.store import BuildLock, deleted_table, fsync_dir, plan_merge, publish
 from ingest.store import retire_generations, write_generation, write_merged
 from ingest.store import PublishedGeneration
-from schemas.errors import IndexFormatError
+from ingest.corpus import is_store_url, shown
+from schemas.errors import IndexFormatError, IndexWriteError
 from schemas.layout import IndexPaths, read_current
 from schemas.segments import open_segments
 
@@ -36,6 +37,9 @@ class CompactReport:
 def compact_index(index_dir: str | Path, *, keep_generations: int = 3, wait_for_lock: bool = False) -> CompactReport:
     """Merge every segment of the live generation into one (nothing when it is one already)."""
     started = time.perf_counter()
+    if is_store_url(index_dir):
+        raise IndexWriteError(f"{shown(str(index_dir))}: compacting an index in a bucket is not done yet "
+                              "(a build into it merges segments by the tiered policy)")
     paths = IndexPaths(Path(index_dir))
     with writing_index(paths), BuildLock(paths.lock, wait=wait_for_lock):
         remove_debris(paths)

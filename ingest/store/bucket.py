@@ -50,17 +50,6 @@ def default_cache(url: str) -> Path:
 
 
 @dataclass(slots=True)
-class Transfers:
-    """What moved between the bucket and the local copy (figures for the report and the tests)."""
-
-    fetched: int = 0
-    fetched_bytes: int = 0
-    uploaded: int = 0
-    uploaded_bytes: int = 0
-    removed: int = 0
-
-
-@dataclass(slots=True)
 class BucketState:
     """The bucket as a build or reader found it: the live generation, CURRENT's ETag (what the
     publish is conditional on), and every object under the prefix with its size."""
@@ -96,7 +85,6 @@ class IndexBucket:
         self.bucket, _, prefix = root.strip("/").partition("/")
         self.prefix = prefix.strip("/")
         self.paths = IndexPaths(Path(cache) if cache else default_cache(self.url))
-        self.transfers = Transfers()
         self._trusted_up_to = ""  # the copy's live generation before it is brought up to date
         self._fetched: set[str] = set()  # keys fetched from the bucket by this object
 
@@ -149,8 +137,6 @@ class IndexBucket:
             self._run(_all(self._fetch_one(key) for key, _ in missing))
         except Exception as exc:  # noqa: BLE001
             raise self._failure(exc, "reading") from None
-        self.transfers.fetched += len(missing)
-        self.transfers.fetched_bytes += sum(size for _, size in missing)
 
     def _has(self, key: str, size: int) -> bool:
         """Whether the local copy holds the object: by name and size, as objects are never rewritten;
@@ -228,8 +214,6 @@ class IndexBucket:
             if key.startswith(CONTENT_ADDRESSED) or await self._holds(key, data):
                 return
             raise
-        self.transfers.uploaded += 1
-        self.transfers.uploaded_bytes += len(data)
 
     async def _put(self, key: str, data: bytes, if_match: str | None) -> None:
         """PutObject that never replaces an object unless it is the one ``if_match`` names."""
@@ -257,9 +241,10 @@ class IndexBucket:
     # -- after publishing
 
     def collect_garbage(self, started: BucketState) -> int:
-        """Remove the objects the build found in the bucket (or wrote) that no generation the local
-        copy kept references: retired generations and what only they read, a failed build's debris.
-        Objects written since the build listed the bucket (another build's, in flight) are not touched."""
+        """Remove the objects the build found in the bucket that no generation the local copy kept
+        references: retired generations and what only they read, a failed build's debris. Objects
+        written since the build listed the bucket (another build's, in flight) are not touched.
+        The number removed."""
         try:
             kept = sorted(p.name for p in self.paths.generations.iterdir() if p.name.isdigit())
             wanted = references(self.paths, kept)
@@ -268,7 +253,6 @@ class IndexBucket:
                 self._run(self.fs._bulk_delete([f"{self.bucket}/{self._key(k)}" for k in unwanted[at:at + 1000]]))
         except Exception as exc:  # noqa: BLE001 — published: the next build removes what this one could not
             raise OSError(scrubbed(store_failure(exc, "removing"))) from None
-        self.transfers.removed += len(unwanted)
         return len(unwanted)
 
     def _run(self, coroutine):

@@ -269,3 +269,15 @@ def test_the_viewer_serves_an_index_in_a_bucket_and_its_sources_from_the_local_c
     assert [h["chunk_id"] for h in body["hits"]] == [h.chunk_id for h in local.search("overage per 1,000 API calls", k=3)]
     original = client.get("/documents/pricing/rate-card.pdf/file")
     assert original.status_code == 200 and original.content == (SAMPLE_CORPUS / "pricing" / "rate-card.pdf").read_bytes()
+
+
+def test_live_tables_read_an_index_in_a_bucket_and_compacting_one_is_refused_in_one_line(bucket, tmp_path):
+    from ingest.compact import compact_index
+
+    _build(SAMPLE_CORPUS / "docs", INDEX, tmp_path / "build-cache")
+    duckdb = pytest.importorskip("duckdb")
+    documents = index.live_sql(INDEX, "documents")
+    assert duckdb.sql(f"SELECT count(*) FROM ({documents})").fetchall() == [(3,)]
+    with pytest.raises(IndexWriteError, match="compacting an index in a bucket is not done yet") as raised:
+        compact_index(INDEX)
+    assert str(raised.value).startswith(f"{INDEX}: ") and not (tmp_path / "s3:").exists()
