@@ -4,7 +4,8 @@ Every file of an index but CURRENT (and LOCK) is written once and never changed,
 of a bucket's index (a cache folder) is brought up to the bucket's live generation by fetching the
 objects that generation references and the copy lacks: a file present by name and size is valid.
 A reader then reads the copy as a folder; a build builds in it as in a folder, uploads the objects
-of its generation that the bucket lacks (with ``If-None-Match: *``), and only then replaces the
+of its generation that the bucket lacks (with ``If-None-Match: *``; the first one claims the
+generation's name), and only then replaces the
 bucket's CURRENT with a conditional write, ``If-Match`` the ETag of the CURRENT it started from
 (``If-None-Match: *`` for a first build): of two builds that started from one CURRENT, one publishes
 and the other is refused (``PublishRaceError``) with nothing of it live. After publishing, the objects
@@ -29,7 +30,7 @@ from ingest.corpus import listing, scrubbed, shown, store_failure, store_of
 from ingest.store.previous import PublishedGeneration
 from ingest.store.publish import publish
 from schemas.errors import CorpusError, IndexFormatError, IndexWriteError, PublishRaceError, SpanindexError
-from schemas.layout import CURRENT, LOCK, MANIFEST, IndexPaths, read_current, version_hex
+from schemas.layout import CURRENT, DELETED_FILE, LOCK, MANIFEST, IndexPaths, read_current, version_hex
 from schemas.manifest import ann_params, read_manifest
 
 # Requests in flight at once while objects are fetched, uploaded or removed.
@@ -178,11 +179,15 @@ class IndexBucket:
         wanted = references(self.paths, [name])
         local = [path.relative_to(self.paths.root).as_posix() for path in _files(self.paths.root)]
         new = [key for key in local if wanted(key) and started.objects.get(key) != (self.paths.root / key).stat().st_size]
-        # Everything a generation reads before the generation, and its manifest last of all.
-        for group in (lambda k: not k.startswith("generations/"),
-                      lambda k: k.startswith("generations/") and not k.endswith(MANIFEST),
-                      lambda k: k.startswith("generations/") and k.endswith(MANIFEST)):
-            self._upload([key for key in new if group(key)], name, started)
+        # The generation's deletions list first and alone: it claims the name (of two builds that
+        # chose it, the second is refused there, having written nothing); then everything the
+        # generation reads; its manifest last of all.
+        claim = f"generations/{name}/{DELETED_FILE}"
+        for group in (lambda k: k == claim,
+                      lambda k: not k.startswith("generations/"),
+                      lambda k: k.startswith("generations/") and k not in (claim, f"generations/{name}/{MANIFEST}"),
+                      lambda k: k == f"generations/{name}/{MANIFEST}"):
+            self._upload([key for key in new if group(key)], name, started, claim)
         current = (name + "\n").encode("utf-8")
         try:
             self._run(self._put(CURRENT, current, started.etag))
@@ -196,21 +201,23 @@ class IndexBucket:
             if not ours:
                 raise self._lost(name, started) from None
 
-    def _upload(self, keys: list[str], name: str, started: BucketState) -> None:
+    def _upload(self, keys: list[str], name: str, started: BucketState, claim: str) -> None:
         try:
-            self._run(_all(self._upload_one(key) for key in keys))
+            self._run(_all(self._upload_one(key, key == claim) for key in keys))
         except FileExistsError:  # a generation's object is there: another build wrote this name
             raise self._lost(name, started) from None
         except Exception as exc:  # noqa: BLE001
             raise self._unpublished(exc, started) from None
 
-    async def _upload_one(self, key: str) -> None:
+    async def _upload_one(self, key: str, claim: bool) -> None:
         data = (self.paths.root / key).read_bytes()
         try:
             await self._put(key, data, None)
         except FileExistsError:
-            # the same contents (stored by another build meanwhile, or by a retried first try of this
-            # request), else another build wrote under this generation's name
+            if claim:  # another build holds the name, though its bytes may be these (the same corpus
+                raise  # built twice); or a retry whose first try landed: a build refused, never a wrong one
+            # Past the claim, no other build writes under this generation's name: the same contents are
+            # a retried request's whose first try landed (or a text or source another build stored).
             if key.startswith(CONTENT_ADDRESSED) or await self._holds(key, data):
                 return
             raise

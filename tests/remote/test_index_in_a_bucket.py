@@ -144,12 +144,15 @@ def test_of_two_builds_racing_from_one_current_exactly_one_publishes(bucket, tmp
     thread.start()
     assert started.wait(timeout=120)
     winner = _build(corpus, INDEX, tmp_path / "a")
+    before = len(bucket.log.requests)
     first_published.set()
     thread.join(timeout=300)
 
     lost = outcome["slow"]
     assert isinstance(lost, PublishRaceError) and isinstance(lost, IndexWriteError)
     assert str(lost).startswith(f"{INDEX}: another build published first") and "\n" not in str(lost)
+    # the loser wrote one object, refused: the claim of the generation's name, which the winner holds
+    assert _puts(bucket, before) == [f"generations/{winner.generation}/deleted.parquet"]
     assert _current(bucket) == winner.generation == "000003"
     assert read_current(IndexPaths(tmp_path / "b")) == "000002"  # the loser's copy: its generation not live
     assert fsck(INDEX) == []
@@ -172,9 +175,13 @@ def test_a_conditional_current_refuses_a_stale_etag_and_a_second_first_build(buc
     with pytest.raises(PublishRaceError):  # If-None-Match: * refuses a CURRENT that appeared meanwhile
         IndexBucket("s3://index-bucket/other", tmp_path / "a").publish(first.generation, empty)
     assert bucket.client().get_object(Bucket="index-bucket", Key="other/CURRENT")["Body"].read() == b"000007\n"
-    # refused, but the object holds this build's bytes: a retried request whose first try landed
+    # refused, but CURRENT holds this build's bytes: a retried request whose first try landed
+    landed = IndexBucket("s3://index-bucket/other", tmp_path / "a")
+    uploaded = landed.state()  # the generation's objects are all there: nothing more is uploaded
     bucket.client().put_object(Bucket="index-bucket", Key="other/CURRENT", Body=b"000001\n")
-    IndexBucket("s3://index-bucket/other", tmp_path / "a").publish(first.generation, empty)
+    before = len(bucket.log.requests)
+    landed.publish(first.generation, uploaded)
+    assert [r.method for r in bucket.log.requests[before:]] == ["PUT", "HEAD"]
 
 
 @pytest.mark.hostile("an index bucket that fails (HTTP 503 on every write) while a build uploads", "CLI error")
@@ -281,3 +288,26 @@ def test_live_tables_read_an_index_in_a_bucket_and_compacting_one_is_refused_in_
     with pytest.raises(IndexWriteError, match="compacting an index in a bucket is not done yet") as raised:
         compact_index(INDEX)
     assert str(raised.value).startswith(f"{INDEX}: ") and not (tmp_path / "s3:").exists()
+
+
+def test_past_the_claim_an_object_holding_this_builds_bytes_is_taken_as_uploaded_and_other_bytes_are_a_lost_race(
+        bucket, tmp_path):
+    """A retried PutObject whose first try landed is refused (If-None-Match: *) on its own object."""
+    first = _build(SAMPLE_CORPUS / "docs", INDEX, tmp_path / "a")
+    segment_json = IndexPaths(tmp_path / "a").segment(first.generation) / "segment.json"
+    for prefix, body, lands in [("same", segment_json.read_bytes(), True), ("other", b"{}", False)]:
+        target = IndexBucket(f"s3://index-bucket/{prefix}", tmp_path / "a")
+        started = target.state()  # listed before the object appears: it is uploaded, and refused
+        bucket.client().put_object(Bucket="index-bucket", Key=f"{prefix}/segments/{first.generation}/segment.json",
+                                   Body=body)
+        if lands:
+            target.publish(first.generation, started)
+            assert fsck(f"s3://index-bucket/{prefix}") == []
+        else:
+            with pytest.raises(PublishRaceError):
+                target.publish(first.generation, started)
+            assert "other/CURRENT" not in {k for k in _keys_of(bucket, "other/")}
+
+
+def _keys_of(s3, prefix: str) -> set[str]:
+    return {o["Key"] for o in s3.client().list_objects_v2(Bucket="index-bucket", Prefix=prefix).get("Contents", [])}
