@@ -121,6 +121,7 @@ def test_a_rebuild_uploads_only_its_new_objects_and_removes_what_no_kept_generat
     assert _current(bucket) == last.generation and fsck(INDEX) == []
 
 
+@pytest.mark.hostile("two builds publishing to one index in a bucket from the same CURRENT", "CLI error")
 def test_of_two_builds_racing_from_one_current_exactly_one_publishes(bucket, tmp_path):
     corpus = shutil.copytree(SAMPLE_CORPUS / "docs", tmp_path / "corpus")
     _build(corpus, INDEX, tmp_path / "a")
@@ -210,6 +211,8 @@ def test_a_build_whose_upload_fails_leaves_current_as_it_was_and_the_next_build_
     assert debris - keys and fsck(INDEX) == []
 
 
+@pytest.mark.hostile("an index URL naming a missing bucket, a prefix with no index, or a store refusing the credentials",
+                     "CLI error")
 def test_a_missing_bucket_or_index_or_wrong_credentials_is_one_line_naming_the_url(bucket, tmp_path):
     for url, says in [("s3://no-such-bucket/idx", "no such bucket or prefix"),
                       ("s3://index-bucket/nothing-here", "no index here")]:
