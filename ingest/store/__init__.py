@@ -13,7 +13,7 @@ object store as a local copy, brought up to date before and published after.
 import lazy_loader
 
 __getattr__, __dir__, __all__ = lazy_loader.attach(__name__, submod_attrs={
-    "bucket": ["BucketState", "IndexBucket", "default_cache", "local_copy"],
+    "bucket": ["BucketState", "IndexBucket", "LocalCopy", "default_cache", "local_copy"],
     "ann_shards": ["build_vector_index", "write_shards"],
     "faiss_index": ["apply_search_params", "attach_quantizer", "build_ann", "check_factory", "plan_index", "shard_bytes"],
     "lexical": ["ANALYSED_CHUNK_COLUMNS", "B", "K1", "LEXICAL_CHUNK_COLUMNS", "METHOD", "TOKENIZER_VERSION", "bm25_idf", "bm25_weights",

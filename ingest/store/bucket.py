@@ -22,6 +22,7 @@ import asyncio
 import hashlib
 import os
 import shutil
+import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -99,22 +100,26 @@ class IndexBucket:
 
     # -- bringing the local copy up to the bucket's live generation
 
-    def state(self) -> BucketState:
-        """CURRENT (read first: the listing after it holds every object it names), then the listing."""
+    def state(self, unless_etag: str | None = None) -> BucketState:
+        """CURRENT (read first: the listing after it holds every object it names), then the listing;
+        none when CURRENT's ETag is ``unless_etag`` (nothing was published since)."""
         try:
             live, etag = self._run(self._read_current())
+            if unless_etag is not None and etag == unless_etag:
+                return BucketState(live, etag)
             objects = {relative: int(info.get("size") or 0)
                        for relative, info in listing(self.fs, f"{self.bucket}/{self.prefix}".rstrip("/"))}
         except Exception as exc:  # noqa: BLE001 — each driver raises its own types
             raise self._failure(exc, "reading") from None
         return BucketState(live, etag, objects)
 
-    def bring_up_to_date(self, *, every_generation: bool = False) -> BucketState:
+    def bring_up_to_date(self, *, every_generation: bool = False, unless_etag: str | None = None) -> BucketState:
         """Fetch what the local copy lacks of the live generation (``every_generation``: of every
         generation the bucket holds, as a build needs to retire them; their texts and sources
-        excepted), then make it the copy's live generation."""
-        state = self.state()
-        if state.live is None:
+        excepted), then make it the copy's live generation. ``unless_etag``: CURRENT's ETag when
+        the copy was last brought up to date; while it is the same, one request and nothing more."""
+        state = self.state(unless_etag)
+        if state.live is None or (unless_etag is not None and state.etag == unless_etag):
             return state
         names = state.generations() if every_generation else [state.live]
         if state.live not in names:
@@ -309,13 +314,39 @@ def references(paths: IndexPaths, names: list[str], files_of: list[str] | None =
     return wanted
 
 
+class LocalCopy:
+    """A reader's local copy of the index at ``url``, brought up to the bucket's live generation when
+    made and on each ``follow`` (at most once every ``FOLLOW_EVERY_S`` seconds: one GET of CURRENT
+    while nothing changed)."""
+
+    FOLLOW_EVERY_S = 5.0
+
+    def __init__(self, url: str, cache: str | Path | None = None) -> None:
+        self.bucket = IndexBucket(url, cache)
+        state = self.bucket.bring_up_to_date()
+        if state.live is None:
+            raise IndexFormatError(f"{self.bucket.url}: no index here (no CURRENT in the bucket)")
+        self.root = self.bucket.paths.root
+        self._etag = state.etag
+        self._checked = time.monotonic()
+
+    def follow(self) -> None:
+        """Bring the copy up to the bucket's live generation if one was published since. A store that
+        fails now is tried again at the next follow; meanwhile the copy's generation keeps serving."""
+        if time.monotonic() - self._checked < self.FOLLOW_EVERY_S:
+            return
+        self._checked = time.monotonic()
+        try:
+            state = self.bucket.bring_up_to_date(unless_etag=self._etag)
+        except SpanindexError:
+            return
+        if state.live is not None:
+            self._etag = state.etag
+
+
 def local_copy(url: str, cache: str | Path | None = None) -> Path:
-    """The local copy of the index at ``url``, brought up to the bucket's live generation (for a reader)."""
-    bucket = IndexBucket(url, cache)
-    state = bucket.bring_up_to_date()
-    if state.live is None:
-        raise IndexFormatError(f"{bucket.url}: no index here (no CURRENT in the bucket)")
-    return bucket.paths.root
+    """The local copy of the index at ``url``, brought up to the bucket's live generation."""
+    return LocalCopy(url, cache).root
 
 
 def _generation_of(key: str) -> str | None:

@@ -314,3 +314,30 @@ def test_past_the_claim_an_object_holding_this_builds_bytes_is_taken_as_uploaded
 
 def _keys_of(s3, prefix: str) -> set[str]:
     return {o["Key"] for o in s3.client().list_objects_v2(Bucket="index-bucket", Prefix=prefix).get("Contents", [])}
+
+
+def test_a_reader_of_a_bucket_follows_its_new_generations_with_one_request_while_nothing_changes(bucket, tmp_path,
+                                                                                                 monkeypatch):
+    from ingest.store.bucket import LocalCopy
+
+    monkeypatch.setenv("AWS_MAX_ATTEMPTS", "2")  # botocore's retries, kept short
+    corpus = shutil.copytree(SAMPLE_CORPUS / "docs", tmp_path / "corpus")
+    first = _build(corpus, INDEX, tmp_path / "writer")
+    monkeypatch.setattr(LocalCopy, "FOLLOW_EVERY_S", 0.0)
+    idx = index.open(INDEX, embedder=HashingEmbedder(), cache=tmp_path / "reader")
+    before = len(bucket.log.requests)
+    with idx.request():
+        assert idx.generation.name == first.generation
+    assert [(r.method, r.path) for r in bucket.log.requests[before:]] == [("GET", "/index-bucket/idx/CURRENT")]
+
+    (corpus / "getting-started.md").write_text("# Getting started\n\nA brand new first step.\n")
+    second = _build(corpus, INDEX, tmp_path / "writer")
+    with idx.request():
+        assert idx.generation.name == second.generation
+        assert "A brand new first step." in idx.doc_text(idx.document("getting-started.md").doc_version)
+    bucket.log.failing = "all"  # the store fails: the copy's generation keeps serving
+    try:
+        with idx.request():
+            assert idx.generation.name == second.generation and idx.search("first step", k=1)
+    finally:
+        bucket.log.failing = ""
