@@ -281,16 +281,32 @@ def test_the_viewer_serves_an_index_in_a_bucket_and_its_sources_from_the_local_c
     assert original.status_code == 200 and original.content == (SAMPLE_CORPUS / "pricing" / "rate-card.pdf").read_bytes()
 
 
-def test_live_tables_read_an_index_in_a_bucket_and_compacting_one_is_refused_in_one_line(bucket, tmp_path):
-    from ingest.compact import compact_index
-
-    _build(SAMPLE_CORPUS / "docs", INDEX, tmp_path / "build-cache")
+def test_live_tables_read_an_index_in_a_bucket(bucket, tmp_path):
     duckdb = pytest.importorskip("duckdb")
+    _build(SAMPLE_CORPUS / "docs", INDEX, tmp_path / "build-cache")
     documents = index.live_sql(INDEX, "documents")
     assert duckdb.sql(f"SELECT count(*) FROM ({documents})").fetchall() == [(3,)]
-    with pytest.raises(IndexWriteError, match="compacting an index in a bucket is not done yet") as raised:
-        compact_index(INDEX)
-    assert str(raised.value).startswith(f"{INDEX}: ") and not (tmp_path / "s3:").exists()
+
+
+def test_compacting_an_index_in_a_bucket_publishes_one_segment_with_the_same_answers(bucket, tmp_path):
+    from ingest.compact import compact_index
+
+    corpus = shutil.copytree(SAMPLE_CORPUS / "docs", tmp_path / "corpus")
+    _build(corpus, INDEX, tmp_path / "cache")
+    (corpus / "getting-started.md").write_text("# Getting started\n\nStep one of a new start.\n")
+    _build(corpus, INDEX, tmp_path / "cache")
+    reader = index.open(INDEX, embedder=HashingEmbedder(), cache=tmp_path / "reader")
+    before = [(h.chunk_id, h.score) for h in reader.search("a new start", k=5)]
+    assert len(reader.manifest.segments) > 1
+
+    report = compact_index(INDEX, index_cache=tmp_path / "cache")
+    assert _current(bucket) == report.generation and report.segments_after == 1
+    compacted = index.open(INDEX, embedder=HashingEmbedder(), cache=tmp_path / "reader")
+    assert len(compacted.manifest.segments) == 1 and fsck(INDEX) == []
+    assert [h.chunk_id for h in compacted.search("a new start", k=5)] == [c for c, _ in before]
+    cache = IndexPaths(tmp_path / "cache")
+    kept = references(cache, sorted(p.name for p in cache.generations.iterdir()))
+    assert {k for k in _keys(bucket) if not kept(k)} == {"CURRENT"}
 
 
 def test_past_the_claim_an_object_holding_this_builds_bytes_is_taken_as_uploaded_and_other_bytes_are_a_lost_race(
