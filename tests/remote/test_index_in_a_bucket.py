@@ -211,9 +211,10 @@ def test_a_build_whose_upload_fails_leaves_current_as_it_was_and_the_next_build_
     assert debris - keys and fsck(INDEX) == []
 
 
-@pytest.mark.hostile("an index URL naming a missing bucket, a prefix with no index, or a store refusing the credentials",
-                     "CLI error")
-def test_a_missing_bucket_or_index_or_wrong_credentials_is_one_line_naming_the_url(bucket, tmp_path):
+@pytest.mark.hostile("an index URL naming a missing bucket, a prefix with no index, a store refusing the credentials "
+                     "or failing (HTTP 503) past its retries", "CLI error")
+def test_a_missing_bucket_or_index_or_wrong_credentials_is_one_line_naming_the_url(bucket, tmp_path, monkeypatch):
+    monkeypatch.setenv("AWS_MAX_ATTEMPTS", "2")  # botocore's retries, kept short
     for url, says in [("s3://no-such-bucket/idx", "no such bucket or prefix"),
                       ("s3://index-bucket/nothing-here", "no index here")]:
         with pytest.raises(IndexFormatError, match=says) as raised:
@@ -223,6 +224,13 @@ def test_a_missing_bucket_or_index_or_wrong_credentials_is_one_line_naming_the_u
         _build(SAMPLE_CORPUS / "docs", "s3://no-such-bucket/idx", tmp_path / "cache")
     assert str(raised.value).startswith("s3://no-such-bucket/idx: ")
     _build(SAMPLE_CORPUS / "docs", INDEX, tmp_path / "cache")
+    bucket.log.failing = "all"  # 503 SlowDown on every request, past the retries
+    try:
+        with pytest.raises(IndexFormatError, match="reading failed") as raised:
+            index.open(INDEX, embedder=HashingEmbedder(), cache=tmp_path / "r")
+        assert str(raised.value).startswith(f"{INDEX}: ") and "\n" not in str(raised.value)
+    finally:
+        bucket.log.failing = ""
     bucket.require_credentials(True)
     for attempt in (lambda: index.open(INDEX, embedder=HashingEmbedder(), cache=tmp_path / "r"),
                     lambda: _build(SAMPLE_CORPUS / "docs", INDEX, tmp_path / "cache")):
