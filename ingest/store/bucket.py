@@ -22,6 +22,7 @@ generation references that very file again (a document back at an old version), 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import hashlib
 import os
 import shutil
@@ -40,6 +41,9 @@ from schemas.manifest import ann_params, read_manifest
 
 # Requests in flight at once while objects are fetched, uploaded or removed.
 CONCURRENCY = 16
+# A file over this size is uploaded in parts of this size (S3's least is 5 MiB): uploads hold at
+# most CONCURRENCY parts in memory, and a file may be larger than a PutObject's 5 GB.
+PART_BYTES = 16 << 20
 # Objects a build writes: generations/, segments/ and ann/ are named by the generation that wrote them,
 # so a second build writing the same name lost a race; texts/ and sources/ are named by their contents.
 CONTENT_ADDRESSED = ("texts", "sources")
@@ -220,7 +224,11 @@ class IndexBucket:
             raise self._unpublished(exc, started) from None
 
     async def _upload_one(self, key: str, claim: bool) -> None:
-        data = (self.paths.root / key).read_bytes()
+        path = self.paths.root / key
+        if path.stat().st_size > PART_BYTES:
+            await self._put_in_parts(key, path)
+            return
+        data = path.read_bytes()
         try:
             await self._put(key, data, None)
         except FileExistsError:
@@ -233,9 +241,32 @@ class IndexBucket:
             raise
 
     async def _put(self, key: str, data: bytes, if_match: str | None) -> None:
-        """PutObject that never replaces an object unless it is the one ``if_match`` names."""
+        """PutObject that never replaces an object unless it is the one ``if_match`` names
+        (``FileExistsError`` where ``If-None-Match: *`` refused it)."""
         condition = {"IfMatch": if_match} if if_match else {"IfNoneMatch": "*"}
-        await self.fs._call_s3("put_object", Bucket=self.bucket, Key=self._key(key), Body=data, **condition)
+        await _created(self.fs._call_s3("put_object", Bucket=self.bucket, Key=self._key(key), Body=data, **condition),
+                       key, if_match is None)
+
+    async def _put_in_parts(self, key: str, path: Path) -> None:
+        """A large file as a multipart upload, one part in memory at a time, completed with
+        ``If-None-Match: *`` (a completion retried after it landed is answered as done: S3 and moto
+        complete an upload id once)."""
+        target = {"Bucket": self.bucket, "Key": self._key(key)}
+        upload_id = (await self.fs._call_s3("create_multipart_upload", **target))["UploadId"]
+        try:
+            parts = []
+            with open(path, "rb") as f:
+                while piece := f.read(PART_BYTES):
+                    number = len(parts) + 1
+                    part = await self.fs._call_s3("upload_part", **target, UploadId=upload_id, PartNumber=number,
+                                                  Body=piece)
+                    parts.append({"PartNumber": number, "ETag": part["ETag"]})
+            await _created(self.fs._call_s3("complete_multipart_upload", **target, UploadId=upload_id,
+                                            MultipartUpload={"Parts": parts}, IfNoneMatch="*"), key)
+        except BaseException:
+            with contextlib.suppress(Exception):  # the parts stored so far are given back, where the store answers
+                await self.fs._call_s3("abort_multipart_upload", **target, UploadId=upload_id)
+            raise
 
     async def _holds(self, key: str, data: bytes) -> bool:
         """Whether the bucket's object is ``data``: its ETag is the MD5 of the bytes of a single PutObject
@@ -381,6 +412,19 @@ def _precondition_failed(exc: BaseException) -> bool:
     cause = exc.__cause__ or exc.__context__
     response = getattr(cause, "response", None) or {}
     return response.get("Error", {}).get("Code") in ("PreconditionFailed", "412")
+
+
+async def _created(request, key: str, if_none_match: bool = True):
+    """Await a write; ``FileExistsError`` where ``If-None-Match: *`` refused it (s3fs says so only
+    where the store's error names the condition)."""
+    try:
+        return await request
+    except FileExistsError:
+        raise
+    except Exception as exc:
+        if if_none_match and _precondition_failed(exc):
+            raise FileExistsError(key) from None
+        raise
 
 
 async def _all(coroutines: Iterable) -> None:

@@ -365,3 +365,21 @@ def test_a_reader_of_a_bucket_follows_its_new_generations_with_one_request_while
             assert idx.generation.name == second.generation and idx.search("first step", k=1)
     finally:
         bucket.log.failing = ""
+
+
+def test_files_over_the_part_size_are_uploaded_in_parts_and_read_back_whole(bucket, tmp_path, monkeypatch):
+    import moto.s3.models
+
+    import ingest.store.bucket as store_bucket
+
+    monkeypatch.setattr(store_bucket, "PART_BYTES", 64 * 1024)  # the sample index's larger files, in parts
+    monkeypatch.setattr(moto.s3.models, "S3_UPLOAD_PART_MIN_SIZE", 64 * 1024)  # the server's least part, as S3's 5 MiB
+    _build(SAMPLE_CORPUS, INDEX, tmp_path / "cache")
+    _build(SAMPLE_CORPUS, tmp_path / "local")
+    parts = [r for r in bucket.log.requests if r.method == "PUT" and "partNumber=2" in r.query]
+    assert parts, "some file was uploaded in more than one part"
+    index.open(INDEX, embedder=HashingEmbedder(), cache=tmp_path / "reader")
+    assert_same_generation(tmp_path / "reader", tmp_path / "local", atol=0)
+    local = IndexPaths(tmp_path / "cache")
+    big = [p for p in local.root.rglob("*") if p.is_file() and p.stat().st_size > 64 * 1024]
+    assert big and all((tmp_path / "reader" / p.relative_to(local.root)).read_bytes() == p.read_bytes() for p in big)
