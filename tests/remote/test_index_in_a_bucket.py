@@ -383,3 +383,38 @@ def test_files_over_the_part_size_are_uploaded_in_parts_and_read_back_whole(buck
     local = IndexPaths(tmp_path / "cache")
     big = [p for p in local.root.rglob("*") if p.is_file() and p.stat().st_size > 64 * 1024]
     assert big and all((tmp_path / "reader" / p.relative_to(local.root)).read_bytes() == p.read_bytes() for p in big)
+
+
+def test_the_build_that_loses_the_race_exits_5_with_one_line_as_an_index_that_cannot_be_written(
+        bucket, tmp_path, monkeypatch, capsys):
+    from index.cli import main
+    from index.cli.registry import EXIT_CANNOT_WRITE
+
+    corpus = shutil.copytree(SAMPLE_CORPUS / "docs", tmp_path / "corpus")
+    _build(corpus, INDEX, tmp_path / "a")
+    _build(corpus, INDEX, tmp_path / "b")
+    (corpus / "getting-started.md").write_text("# Getting started\n\nA new first step.\n")
+    ready, first_published = threading.Event(), threading.Event()
+    publish = IndexBucket.publish
+
+    def publish_after_the_other(self, name, started):  # the real publish, once the other build's is done
+        ready.set()
+        first_published.wait(timeout=120)
+        return publish(self, name, started)
+
+    monkeypatch.setattr(IndexBucket, "publish", publish_after_the_other)
+    exit_code: list[int] = []
+    cli = threading.Thread(target=lambda: exit_code.append(main(
+        ["build", str(corpus), "--index", INDEX, "--index-cache", str(tmp_path / "b"), "--workers", "1", "--quiet"],
+        embedder=HashingEmbedder())))
+    cli.start()
+    assert ready.wait(timeout=120)
+    monkeypatch.setattr(IndexBucket, "publish", publish)
+    winner = _build(corpus, INDEX, tmp_path / "a")
+    first_published.set()
+    cli.join(timeout=300)
+    assert exit_code == [EXIT_CANNOT_WRITE]
+    assert capsys.readouterr().err.strip().splitlines() == [
+        f"spanindex: {INDEX}: another build published first (this one started from generation 000002); "
+        f"generation {winner.generation} was not published"]
+    assert _current(bucket) == winner.generation and fsck(INDEX) == []
