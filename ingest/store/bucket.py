@@ -92,6 +92,8 @@ class IndexBucket:
             self.fs, root = store_of(str(url))
         except CorpusError as exc:
             raise error(exc.message) from None
+        if "s3" not in self.fs.protocol:  # the conditional writes are S3's (GCS and Azure have their own)
+            raise error(f"{self.url}: an index in {self.url.split('://')[0]}:// is not supported yet: s3:// only")
         self.bucket, _, prefix = root.strip("/").partition("/")
         self.prefix = prefix.strip("/")
         self.paths = IndexPaths(Path(cache) if cache else default_cache(self.url))

@@ -223,6 +223,11 @@ def test_a_missing_bucket_or_index_or_wrong_credentials_is_one_line_naming_the_u
     with pytest.raises(IndexWriteError, match="no such bucket or prefix") as raised:
         _build(SAMPLE_CORPUS / "docs", "s3://no-such-bucket/idx", tmp_path / "cache")
     assert str(raised.value).startswith("s3://no-such-bucket/idx: ")
+    with pytest.raises(IndexFormatError, match=r"^memory://idx: an index in memory:// is not supported yet"):
+        index.open("memory://idx", embedder=HashingEmbedder())
+    with pytest.raises(IndexWriteError, match="credentials in the URL are not accepted") as raised:
+        _build(SAMPLE_CORPUS / "docs", "s3://AKIDEXAMPLE:hunter2secret@index-bucket/idx", tmp_path / "cache")
+    assert "hunter2secret" not in str(raised.value) and str(raised.value).startswith(f"{INDEX}: ")
     _build(SAMPLE_CORPUS / "docs", INDEX, tmp_path / "cache")
     bucket.log.failing = "all"  # 503 SlowDown on every request, past the retries
     try:
