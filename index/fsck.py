@@ -45,7 +45,9 @@ class Fault:
 
 def fsck(root: str | Path, generation: str | None = None) -> list[Fault]:
     """Every fault found in the live (or named) generation of the index at ``root``."""
-    paths = IndexPaths(Path(root))
+    from index.reader import local_index
+
+    paths = IndexPaths(local_index(root))
     name = generation or read_current(paths)
     if name is None:
         return [Fault(str(paths.current), "missing: no live generation")]

@@ -23,7 +23,9 @@ def live_files(root: str | Path, table: str) -> list[tuple[Path, Path | None, st
     """(the table's file in each segment, the generation's deletions file, the segment's name)."""
     if table not in TABLE_FILES:
         raise IndexFormatError(f"no table {table!r}: one of {', '.join(TABLE_FILES)}")
-    paths = IndexPaths(Path(root))
+    from index.reader import local_index
+
+    paths = IndexPaths(local_index(root))  # an index in a bucket: its local copy, brought up to date
     name = read_current(paths)
     if name is None:
         raise IndexFormatError(f"{paths.root}: no index here (no CURRENT); run `spanindex build` first")

@@ -29,7 +29,9 @@ import pyarrow.compute as pc
 from index.citations.locate import HtmlSourceMap, OfficeSourceMap, PdfCharMap
 from ingest.text import HiddenText
 from index.store import Generation, open_generation, read_text_file
+from ingest.corpus import is_store_url, local_path_of
 from ingest.embed import Embedder
+from ingest.store import LocalCopy, local_copy
 from schemas.errors import IndexFormatError
 from schemas.layout import IndexPaths, converted_suffix, read_current
 from schemas.records import (
@@ -99,11 +101,15 @@ class Index:
     'pricing/rate-card.pdf'
     """
 
-    def __init__(self, root: str | Path, generation: str | None = None, *, embedder: Embedder | None = None) -> None:
-        """``generation``: stay on this one (default: the live one, followed as builds publish).
+    def __init__(self, root: str | Path, generation: str | None = None, *, embedder: Embedder | None = None,
+                 cache: str | Path | None = None) -> None:
+        """``root``: a folder, or the URL of an index in an object store (``s3://bucket/index``), read from
+        a local copy (``cache``; default ``$XDG_CACHE_HOME/spanindex/<hash>``) brought up to its live generation.
+        ``generation``: stay on this one (default: the live one, followed as builds publish).
         ``embedder``: the one the index was built with, when it is not a model the manifest
         names (a test double, an embedder of your own); by default the model is loaded on first search."""
-        self.paths = IndexPaths(Path(root))
+        self._copy = LocalCopy(str(root), cache) if is_store_url(root) else None  # an index in a bucket
+        self.paths = IndexPaths(self._copy.root if self._copy else Path(local_path_of(root)))
         self.pinned = generation is not None
         self._current_seen: tuple[int, int, int] | None = None
         self._depth = 0
@@ -149,6 +155,8 @@ class Index:
         """Move to the live generation if a build replaced CURRENT since we last looked."""
         if self.pinned:
             return
+        if self._copy is not None:
+            self._copy.follow()  # the bucket's new generation into the local copy, whose CURRENT is then looked at
         stamp = self._current_stamp()
         if stamp is None or stamp == self._current_seen:
             return
@@ -457,6 +465,14 @@ class Index:
         return self._embedder
 
 
-def open_index(root: str | Path, generation: str | None = None, *, embedder: Embedder | None = None) -> Index:
-    """The index at ``root``: its live generation, followed as builds publish (or a named one, kept)."""
-    return Index(root, generation, embedder=embedder)
+def open_index(root: str | Path, generation: str | None = None, *, embedder: Embedder | None = None,
+               cache: str | Path | None = None) -> Index:
+    """The index at ``root`` (a folder or an object store's URL): its live generation, followed as
+    builds publish (or a named one, kept)."""
+    return Index(root, generation, embedder=embedder, cache=cache)
+
+
+def local_index(root: str | Path, cache: str | Path | None = None) -> Path:
+    """The folder to read the index at ``root`` from: itself, or for an object store's URL its local
+    copy, first brought up to the bucket's live generation (``ingest.store.bucket``)."""
+    return local_copy(str(root), cache) if is_store_url(root) else Path(local_path_of(root))

@@ -39,13 +39,14 @@ from ingest.formats import Passwords
 from ingest.store import fsync_dir, publish, write_failure
 from ingest.store import collect_garbage, remove_unreferenced_segments, retire_generations
 from ingest.store import LiveGeneration
+from ingest.store import BucketState, IndexBucket
 from ingest.store import carried_rows, masked_refs, plan_merge, write_merged
 from ingest.user_metadata import NO_METADATA, user_metadata
 from ingest.run import DocResult, FileJob, SegmentSink, SegmentTarget, WorkerSettings, mtimes_trusted_before, stat_unchanged
 from ingest.store import deleted_table, system_memory_pool, write_generation
 from schemas.ann import AUTO_FACTORY, AnnParams
 from schemas.embedding import Device, EmbedBackend
-from schemas.errors import CorpusError
+from schemas.errors import CorpusError, IndexWriteError
 from schemas.layout import IndexPaths, read_current
 from schemas.limits import MAX_DOC_CHARS, MAX_FILE_MB, MAX_PDF_PAGES
 from schemas.records import ChunkerSettings, DocStatus, DocumentRecord, Manifest, MediaType, OcrSettings
@@ -136,11 +137,17 @@ def build_index(
     embedder: Embedder | None = None,
     progress: Callable[[Progress], None] | None = None,
     executor: Executor | None = None,
+    index_cache: str | Path | None = None,
 ) -> BuildReport:
     """Build (or incrementally rebuild) the index of ``corpus`` in ``index_dir``.
 
     ``corpus``: a folder, or the URL of a prefix in an object store (``s3://bucket/corpus``,
     ``ingest.corpus.store``), whose objects are read only where their listing shows a change.
+
+    ``index_dir``: a folder, or the URL of a prefix in an object store (``s3://bucket/index``,
+    ``ingest.store.bucket``): the build runs in a local copy of it (``index_cache``, default
+    ``$XDG_CACHE_HOME/spanindex/<hash of the URL>``), brought up to the bucket's live generation first,
+    and publishes to the bucket before the copy.
 
     ``executor`` runs the parsing and the embedding (default: a ``LocalExecutor`` of
     ``settings.workers`` processes, made and stopped here); ``embedder``, when given,
@@ -151,7 +158,8 @@ def build_index(
     True
     """
     started = time.perf_counter()
-    paths = IndexPaths(Path(index_dir))
+    bucket = IndexBucket(str(index_dir), index_cache, error=IndexWriteError) if is_store_url(index_dir) else None
+    paths = bucket.paths if bucket else IndexPaths(Path(index_dir))
     listed = None
     if is_store_url(corpus):  # listed before the index is touched: a wrong bucket or credentials write nothing
         listed = discover(corpus)
@@ -167,6 +175,7 @@ def build_index(
         with writing_index(paths):
             held.enter_context(BuildLock(paths.lock, wait=settings.wait_for_lock))
             remove_debris(paths)
+            bucket_state = bucket.bring_up_to_date(every_generation=True) if bucket else None
         executor = executor or held.enter_context(LocalExecutor(settings.workers))
         embedder = held.enter_context(
             executor.embedding(model, embedder, settings.embed_backend, settings.device))
@@ -176,17 +185,19 @@ def build_index(
         with writing_index(paths):
             try:
                 report = _build_locked(listed or corpus, paths, settings, model, executor, embedder, ocr_skipped,
-                                       progress)
+                                       progress, bucket and (bucket, bucket_state))
             finally:
                 close_shared_browser()  # one that laid pages out in this process (--workers 1)
     report.seconds = time.perf_counter() - started
     return report
 
 
-def _build_locked(corpus, paths, settings, model, executor, embedder, ocr_skipped, progress) -> BuildReport:
-    """Write a generation beside the live one, publish it, retire old ones (the lock is held)."""
+def _build_locked(corpus, paths, settings, model, executor, embedder, ocr_skipped, progress,
+                  bucket: tuple[IndexBucket, BucketState] | None = None) -> BuildReport:
+    """Write a generation beside the live one, publish it, retire old ones (the lock is held).
+    ``bucket``: the object store the index lives in, as the build found it: published to first."""
     live, full_reason = LiveGeneration.open_compatible(paths, settings, embedder, NORMALIZER_VERSION)
-    name = next_generation_name(paths)
+    name = next_generation_name(paths, above=bucket[1].highest_name() if bucket else "")
     report = BuildReport(generation=name, executor=executor.describe(), full_reason=full_reason)
     if settings.html_layout:
         try:
@@ -210,6 +221,8 @@ def _build_locked(corpus, paths, settings, model, executor, embedder, ocr_skippe
                                      progress, office_skipped, generation_tmp)
         os.rename(generation_tmp, paths.generation(name))
         fsync_dir(paths.generations)
+        if bucket:
+            bucket[0].publish(name, bucket[1])
         publish(paths, name)
     except BaseException:
         sink.abort()
@@ -223,6 +236,11 @@ def _build_locked(corpus, paths, settings, model, executor, embedder, ocr_skippe
         retire_generations(paths, keep=settings.keep_generations, keep_texts=settings.keep_texts)
     except OSError as exc:  # published: the next build retires what this one could not
         report.warnings.append(f"old generations not retired: {exc.strerror or exc}")
+    if bucket:
+        try:
+            bucket[0].collect_garbage(bucket[1])
+        except OSError as exc:
+            report.warnings.append(f"old generations not removed from {bucket[0].url}: {exc.strerror or exc}")
     return report
 
 
@@ -474,9 +492,10 @@ def _in_file_order(jobs: list[FileJob], same: list[bool], results: Iterator[DocR
             yield DocResult(job.doc_id, None) if unchanged else next(results)
 
 
-def next_generation_name(paths: IndexPaths) -> str:
+def next_generation_name(paths: IndexPaths, above: str = "") -> str:
+    """The name after every generation in ``paths`` and after ``above`` (a name taken elsewhere)."""
     existing = [int(p.name) for p in paths.generations.glob("[0-9]*") if p.name.isdigit()]
-    return f"{max(existing, default=0) + 1:06d}"
+    return f"{max([*existing, int(above or 0)], default=0) + 1:06d}"
 
 
 def remove_debris(paths: IndexPaths) -> None:

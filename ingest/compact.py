@@ -8,6 +8,7 @@ chunk ids, offsets, vectors and BM25 scores, under new vector ids.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import os
 import shutil
@@ -19,7 +20,9 @@ from ingest.build import BuildReport, vector_index, next_generation_name, remove
 from ingest.store import BuildLock, deleted_table, fsync_dir, plan_merge, publish
 from ingest.store import retire_generations, write_generation, write_merged
 from ingest.store import PublishedGeneration
-from schemas.errors import IndexFormatError
+from ingest.corpus import is_store_url
+from ingest.store import IndexBucket
+from schemas.errors import IndexFormatError, IndexWriteError
 from schemas.layout import IndexPaths, read_current
 from schemas.segments import open_segments
 
@@ -33,12 +36,17 @@ class CompactReport:
     seconds: float
 
 
-def compact_index(index_dir: str | Path, *, keep_generations: int = 3, wait_for_lock: bool = False) -> CompactReport:
-    """Merge every segment of the live generation into one (nothing when it is one already)."""
+def compact_index(index_dir: str | Path, *, keep_generations: int = 3, wait_for_lock: bool = False,
+                  index_cache: str | Path | None = None) -> CompactReport:
+    """Merge every segment of the live generation into one (nothing when it is one already).
+    ``index_dir``: a folder, or an index in a bucket, compacted in its local copy and published as a
+    build publishes (``ingest.build.build_index``)."""
     started = time.perf_counter()
-    paths = IndexPaths(Path(index_dir))
+    bucket = IndexBucket(str(index_dir), index_cache, error=IndexWriteError) if is_store_url(index_dir) else None
+    paths = bucket.paths if bucket else IndexPaths(Path(index_dir))
     with writing_index(paths), BuildLock(paths.lock, wait=wait_for_lock):
         remove_debris(paths)
+        found = bucket.bring_up_to_date(every_generation=True) if bucket else None
         live_name = read_current(paths)
         if live_name is None:
             raise IndexFormatError(f"{paths.root}: no index here (no CURRENT); run `spanindex build` first")
@@ -47,7 +55,7 @@ def compact_index(index_dir: str | Path, *, keep_generations: int = 3, wait_for_
         names = plan_merge(list(m.segments), everything=True)
         if not names:
             return CompactReport("", len(m.segments), len(m.segments), 0, time.perf_counter() - started)
-        name = next_generation_name(paths)
+        name = next_generation_name(paths, above=found.highest_name() if found else "")
         generation_tmp = paths.generations / f".{name}.tmp-{os.getpid()}"
         try:
             merged = write_merged(paths, live.live, names, name, m.next_vector_id, m.model_id, m.model_dim)
@@ -62,11 +70,16 @@ def compact_index(index_dir: str | Path, *, keep_generations: int = 3, wait_for_
             write_generation(generation_tmp, manifest, deleted_table([]))
             os.rename(generation_tmp, paths.generation(name))
             fsync_dir(paths.generations)
+            if bucket:
+                bucket.publish(name, found)
             publish(paths, name)
         except BaseException:
             shutil.rmtree(generation_tmp, ignore_errors=True)
             raise
         retire_generations(paths, keep=keep_generations, sweep=True)
+        if bucket:
+            with contextlib.suppress(OSError):  # published: the next build removes what this could not
+                bucket.collect_garbage(found)
     dropped = sum(r.n_deleted for r in m.segments)
     return CompactReport(name, len(m.segments), 1, dropped, time.perf_counter() - started)
 

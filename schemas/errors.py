@@ -77,6 +77,10 @@ class IndexWriteError(SpanindexError):
     """The index folder cannot be written (disk full, read-only, permission lost); the live generation is unchanged."""
 
 
+class PublishRaceError(IndexWriteError):
+    """Another build published to the index (in an object store) since this build started: its generation is not live."""
+
+
 class IndexLockedError(SpanindexError):
     """Another build holds the index lock."""
 

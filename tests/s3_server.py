@@ -4,7 +4,7 @@ run in a thread of the test process, answering s3fs and botocore over HTTP as AW
 ``running_s3_server`` (the ``s3`` fixture of conftest.py) starts one on a free port, with the
 standard environment pointing at it (``AWS_ENDPOINT_URL``, ``AWS_REGION``, test credentials; no
 profile, no instance metadata), and a log of every request the server answered (method, key,
-query, bytes sent): what a build fetched is counted at the server, not guessed. Importing this
+query, bytes sent and received): what a build fetched is counted at the server, not guessed. Importing this
 module skips the test where s3fs or moto is missing.
 """
 
@@ -35,6 +35,7 @@ class Request:
     path: str  # /bucket/key, percent-encoded as sent
     query: str
     bytes_sent: int = 0
+    bytes_received: int = 0  # the request's body (an upload's object)
 
 
 @dataclass(slots=True)
@@ -43,12 +44,17 @@ class RequestLog:
 
     app: object
     requests: list[Request] = field(default_factory=list)
-    failing: str = ""  # "": moto answers; "reads": object GETs get 503 SlowDown; "all": every request does
+    failing: str = ""  # "": moto answers; "reads": object GETs get 503 SlowDown; "writes": PUTs do; "all": every request does
+    writes_before_failing: int = 0  # with "writes": this many PUTs are answered first (an upload fails midway)
 
     def __call__(self, environ, start_response):
-        request = Request(environ["REQUEST_METHOD"], environ.get("PATH_INFO", ""), environ.get("QUERY_STRING", ""))
+        request = Request(environ["REQUEST_METHOD"], environ.get("PATH_INFO", ""), environ.get("QUERY_STRING", ""),
+                          bytes_received=int(environ.get("CONTENT_LENGTH") or 0))
         self.requests.append(request)
-        if self.failing == "all" or (self.failing == "reads" and _is_object_read(request)):
+        if self.failing == "writes" and request.method == "PUT" and self.writes_before_failing > 0:
+            self.writes_before_failing -= 1
+        elif self.failing == "all" or (self.failing == "reads" and _is_object_read(request)) or \
+                (self.failing == "writes" and request.method == "PUT"):
             start_response("503 Slow Down", [("Content-Type", "application/xml")])
             yield _SLOW_DOWN
             return

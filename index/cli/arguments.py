@@ -7,7 +7,8 @@ import argparse
 
 
 def index_argument(p: argparse.ArgumentParser) -> None:
-    p.add_argument("index", help="index folder")
+    p.add_argument("index", help="index folder, or an index in a bucket: s3://bucket/prefix (read from a local "
+                                 "copy under $XDG_CACHE_HOME/spanindex, brought up to its live generation first)")
 
 
 def records_argument(p: argparse.ArgumentParser) -> None:

@@ -22,7 +22,10 @@ def _build(p: argparse.ArgumentParser) -> None:
     p.add_argument("corpus", help="folder of PDF, HTML, Markdown and text files, or a bucket's prefix: "
                                   "s3://bucket/prefix (AWS_ENDPOINT_URL names a store other than AWS; "
                                   "pip install 'spanindex[s3]'), or any fsspec URL whose driver is installed")
-    p.add_argument("--index", required=True, help="index folder (created if missing)")
+    p.add_argument("--index", required=True, help="index folder (created if missing), or a bucket's prefix: "
+                                                  "s3://bucket/prefix, published to with a conditional write of CURRENT")
+    p.add_argument("--index-cache", metavar="DIR",
+                   help="the local copy a build in a bucket works in (default: $XDG_CACHE_HOME/spanindex/<hash of the URL>)")
     p.add_argument("--model", help="local sentence-transformers folder (default: packaged all-MiniLM-L6-v2)")
     p.add_argument("--max-tokens", type=int, default=256, help="tokens per chunk, special tokens included (default 256)")
     p.add_argument("--overlap", type=int, default=32, help="tokens shared by neighbouring chunks (default 32)")
@@ -124,7 +127,7 @@ def run_build(args) -> int:
 
     with _executor(args) as executor:
         report = build_index(args.corpus, args.index, settings, progress=progress, embedder=args.embedder,
-                             executor=executor)
+                             executor=executor, index_cache=args.index_cache)
     if bar is not None:
         bar.close()
     statuses = ", ".join(f"{k} {v}" for k, v in sorted(report.by_status.items()))

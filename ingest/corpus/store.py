@@ -126,7 +126,7 @@ def discover_in_store(url: str) -> Discovery:
     metadata: list[CorpusFile] = []
     skipped: list[SkippedFile] = []
     try:
-        for relative, info in _listing(fs, root):
+        for relative, info in listing(fs, root):
             if not relative or relative.endswith("/") or any(part.startswith(".") for part in relative.split("/")):
                 continue  # a folder marker, or a name starting with '.': not part of the corpus
             is_metadata = media_type_of(relative) is None and is_metadata_file(relative)
@@ -137,7 +137,7 @@ def discover_in_store(url: str) -> Discovery:
             (metadata if is_metadata else files).append(CorpusFile(relative, None, url=f"{base}/{relative}",
                                                                    listed=listed))
     except Exception as exc:  # noqa: BLE001 — each driver raises its own types; all mean one thing here
-        raise CorpusError(f"{base}: {_store_failure(exc)}") from None
+        raise CorpusError(f"{base}: {store_failure(exc)}") from None
     if not files and not metadata and not skipped:
         raise CorpusError(f"{base}: no such bucket or prefix")  # a prefix is there only while objects are under it
     return Discovery(sorted(files, key=lambda f: f.doc_id), sorted(skipped, key=lambda s: s.doc_id), base,
@@ -147,7 +147,7 @@ def discover_in_store(url: str) -> Discovery:
 LISTING_PAGE = 1000  # keys S3 gives per listing request, and what is held of a listing at a time
 
 
-def _listing(fs, root: str) -> Iterator[tuple[str, dict]]:
+def listing(fs, root: str) -> Iterator[tuple[str, dict]]:
     """(key relative to ``root``, the driver's info) of every object under ``root``. On S3, one flat
     listing (ListObjectsV2, no delimiter), pulled a page at a time from s3fs's own paginated
     iterator; elsewhere, fsspec's walk, a folder's listing at a time."""
@@ -194,7 +194,7 @@ def read_object(url: str, listed: ListedObject | None, max_bytes: int | None) ->
     except (FileNotFoundError, PermissionError) as exc:  # this object's: gone since the listing, or not ours to read
         raise type(exc)(exc.errno, scrubbed(exc.strerror or str(exc))) from None
     except Exception as exc:  # noqa: BLE001 — the store's (after the driver's retries), whatever type the driver gives it
-        raise StoreFailure(f"{shown(url)}: the store failed: {_store_failure(exc, 'reading')}") from None
+        raise StoreFailure(f"{shown(url)}: the store failed: {store_failure(exc, 'reading')}") from None
     if max_bytes is not None and len(data) > max_bytes:
         raise NotReadable(f"file too large: over {max_bytes:,} bytes, the limit (--max-file-mb)")
     return data
@@ -205,7 +205,7 @@ class StoreFailure(Exception):
     that are fine, and the live generation keeps serving. ``str`` is one line naming the URL."""
 
 
-def _store_failure(exc: BaseException, doing: str = "listing") -> str:
+def store_failure(exc: BaseException, doing: str = "listing") -> str:
     """What went wrong with the store, in one line without credentials."""
     if isinstance(exc, CorpusError):
         return exc.message

@@ -1,0 +1,443 @@
+"""The index in an object store (``s3://bucket/prefix``): read and built as a local copy of it.
+
+Every file of an index but CURRENT (and LOCK) is written once and never changed, so a local copy
+of a bucket's index (a cache folder) is brought up to the bucket's live generation by fetching the
+objects that generation references and the copy lacks: a file present by name and size is valid.
+A reader then reads the copy as a folder; a build builds in it as in a folder, uploads the objects
+of its generation that the bucket lacks (with ``If-None-Match: *``; the first one claims the
+generation's name), and only then replaces the bucket's CURRENT with a conditional write,
+``If-Match`` the ETag of the CURRENT it started from (``If-None-Match: *`` for a first build): of
+two builds that started from one CURRENT, one publishes and the other is refused
+(``PublishRaceError``) with nothing of it live. After publishing, the objects that no kept
+generation references (retired generations, a failed build's debris) are removed.
+
+This slice moves whole files: a reader's first open fetches the live generation whole, a later
+open only what changed. Requests go through the store's fsspec driver (``ingest.corpus.store``:
+its credentials chain, retries and error lines).
+
+Known gap: a text or source that only a retiring generation references is removed after a publish;
+a build that listed the bucket in the seconds between that publish and the removal, and whose new
+generation references that very file again (a document back at an old version), skips uploading it.
+"""
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import hashlib
+import os
+import shutil
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from ingest.corpus import listing, scrubbed, shown, store_failure, store_of
+from ingest.store.previous import PublishedGeneration
+from ingest.store.publish import publish
+from ingest.store.retention import remove_unreferenced_segments
+from schemas.errors import CorpusError, IndexFormatError, IndexWriteError, PublishRaceError, SpanindexError
+from schemas.layout import CURRENT, DELETED_FILE, LOCK, MANIFEST, IndexPaths, read_current, version_hex
+from schemas.manifest import ann_params, read_manifest
+
+# Requests in flight at once while objects are fetched, uploaded or removed.
+CONCURRENCY = 16
+# A file over this size is uploaded in parts of this size (S3's least is 5 MiB): uploads hold at
+# most CONCURRENCY parts in memory, and a file may be larger than a PutObject's 5 GB.
+PART_BYTES = 16 << 20
+# Objects a build writes: generations/, segments/ and ann/ are named by the generation that wrote them,
+# so a second build writing the same name lost a race; texts/ and sources/ are named by their contents.
+CONTENT_ADDRESSED = ("texts", "sources")
+
+
+def default_cache(url: str) -> Path:
+    """The local copy of the index at ``url`` unless told otherwise: ``$XDG_CACHE_HOME/spanindex/<hash>``.
+
+    >>> default_cache("s3://bucket/index").name == default_cache("s3://bucket/index/").name
+    True
+    """
+    base = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
+    return base / "spanindex" / hashlib.sha256(shown(url).rstrip("/").encode()).hexdigest()[:16]
+
+
+@dataclass(slots=True)
+class BucketState:
+    """The bucket as a build or reader found it: the live generation, CURRENT's ETag (what the
+    publish is conditional on), and every object under the prefix with its size."""
+
+    live: str | None
+    etag: str | None
+    objects: dict[str, int] = field(default_factory=dict)  # key relative to the prefix -> bytes
+
+    def generations(self) -> list[str]:
+        """Every published generation the bucket holds (the live one and older)."""
+        names = {key.split("/")[1] for key in self.objects if key.startswith("generations/") and key.count("/") == 2}
+        return sorted(n for n in names if n.isdigit() and self.live is not None and n <= self.live)
+
+    def highest_name(self) -> str:
+        """The highest generation name any object is named by (a failed build's debris too): a new
+        generation is named above it, never onto an object already in the bucket."""
+        names = {key.split("/")[1].split("-")[0] for key in self.objects
+                 if key.startswith(("generations/", "segments/")) and key.count("/") >= 2}
+        return max((n for n in names if n.isdigit()), default="")
+
+
+class IndexBucket:
+    """An index at ``url`` in an object store, and its local copy at ``cache``."""
+
+    def __init__(self, url: str, cache: str | Path | None = None, *,
+                 error: type[SpanindexError] = IndexFormatError) -> None:
+        self.url = shown(str(url)).rstrip("/")
+        self._error = error  # the error a failing store is for the caller: reading, or writing the index
+        try:
+            self.fs, root = store_of(str(url))
+        except CorpusError as exc:
+            raise error(exc.message) from None
+        if "s3" not in self.fs.protocol:  # the conditional writes are S3's (GCS and Azure have their own)
+            raise error(f"{self.url}: an index in {self.url.split('://')[0]}:// is not supported yet: s3:// only")
+        self.bucket, _, prefix = root.strip("/").partition("/")
+        self.prefix = prefix.strip("/")
+        self.paths = IndexPaths(Path(cache) if cache else default_cache(self.url))
+        self._trusted_up_to = ""  # the copy's live generation before it is brought up to date
+        self._fetched: set[str] = set()  # keys fetched from the bucket by this object
+
+    def _key(self, relative: str) -> str:
+        return f"{self.prefix}/{relative}" if self.prefix else relative
+
+    def _failure(self, exc: BaseException, doing: str) -> SpanindexError:
+        if isinstance(exc, SpanindexError):
+            return exc
+        return self._error(f"{self.url}: {store_failure(exc, doing)}")
+
+    # -- bringing the local copy up to the bucket's live generation
+
+    def state(self, unless_etag: str | None = None) -> BucketState:
+        """CURRENT (read first: the listing after it holds every object it names), then the listing;
+        none when CURRENT's ETag is ``unless_etag`` (nothing was published since)."""
+        try:
+            live, etag = self._run(self._read_current())
+            if unless_etag is not None and etag == unless_etag:
+                return BucketState(live, etag)
+            objects = {relative: int(info.get("size") or 0)
+                       for relative, info in listing(self.fs, f"{self.bucket}/{self.prefix}".rstrip("/"))}
+        except Exception as exc:  # noqa: BLE001 — each driver raises its own types
+            raise self._failure(exc, "reading") from None
+        return BucketState(live, etag, objects)
+
+    def bring_up_to_date(self, *, every_generation: bool = False, unless_etag: str | None = None) -> BucketState:
+        """Fetch what the local copy lacks of the live generation (``every_generation``: of every
+        generation the bucket holds, as a build needs to retire them; their texts and sources
+        excepted), then make it the copy's live generation. ``unless_etag``: CURRENT's ETag when
+        the copy was last brought up to date; while it is the same, one request and nothing more."""
+        state = self.state(unless_etag)
+        if state.live is None or (unless_etag is not None and state.etag == unless_etag):
+            return state
+        names = state.generations() if every_generation else [state.live]
+        if state.live not in names:
+            raise self._error(f"{self.url}: CURRENT names generation {state.live}, which the bucket does not hold")
+        self.paths.root.mkdir(parents=True, exist_ok=True)
+        self._trusted_up_to = read_current(self.paths) or ""
+        self._fetch(state, lambda key: key.split("/")[0] == "generations" and key.split("/")[1] in names)
+        self._fetch(state, references(self.paths, names, files_of=[]))
+        self._fetch(state, references(self.paths, [state.live]))
+        if every_generation:  # a generation the bucket no longer holds is not the copy's either
+            for folder in self.paths.generations.iterdir():
+                if folder.name.isdigit() and folder.name not in names:
+                    shutil.rmtree(folder, ignore_errors=True)
+            remove_unreferenced_segments(self.paths)
+        publish(self.paths, state.live)
+        return state
+
+    def _fetch(self, state: BucketState, wanted: Callable[[str], bool]) -> None:
+        missing = [(key, size) for key, size in state.objects.items()
+                   if wanted(key) and not self._has(key, size)]
+        try:
+            self._run(_all(self._fetch_one(key) for key, _ in missing))
+        except Exception as exc:  # noqa: BLE001
+            raise self._failure(exc, "reading") from None
+
+    def _has(self, key: str, size: int) -> bool:
+        """Whether the local copy holds the object: by name and size, as objects are never rewritten;
+        but a file named by a generation above the copy's live one may be a build's that never
+        published (killed here, or lost a race), under a name another build then published: fetched again."""
+        try:
+            if (self.paths.root / key).stat().st_size != size:
+                return False
+        except FileNotFoundError:
+            return False
+        written_by = _generation_of(key)
+        return written_by is None or written_by <= self._trusted_up_to or key in self._fetched
+
+    async def _fetch_one(self, key: str) -> None:
+        local = self.paths.root / key
+        local.parent.mkdir(parents=True, exist_ok=True)
+        partial = local.with_name(f".{local.name}.tmp-{os.getpid()}")  # never taken for the file by its size
+        try:
+            await self.fs._get_file(f"{self.bucket}/{self._key(key)}", str(partial))
+            os.replace(partial, local)
+            self._fetched.add(key)
+        finally:
+            partial.unlink(missing_ok=True)
+
+    async def _read_current(self) -> tuple[str | None, str | None]:
+        try:
+            response = await self.fs._call_s3("get_object", Bucket=self.bucket, Key=self._key(CURRENT))
+        except FileNotFoundError:  # no CURRENT (the listing tells a missing bucket apart)
+            return None, None
+        async with response["Body"] as body:
+            name = (await body.read()).decode("utf-8").strip()
+        return name or None, response["ETag"]
+
+    # -- publishing a generation built in the local copy
+
+    def publish(self, name: str, started: BucketState) -> None:
+        """Upload what generation ``name`` references and the bucket lacks, then make it live with a
+        conditional write of CURRENT; ``PublishRaceError`` when another build published first."""
+        wanted = references(self.paths, [name])
+        local = [path.relative_to(self.paths.root).as_posix() for path in _files(self.paths.root)]
+        new = [key for key in local if wanted(key) and started.objects.get(key) != (self.paths.root / key).stat().st_size]
+        # The generation's deletions list first and alone: it claims the name (of two builds that
+        # chose it, the second is refused there, having written nothing); then everything the
+        # generation reads; its manifest last of all.
+        claim = f"generations/{name}/{DELETED_FILE}"
+        for group in (lambda k: k == claim,
+                      lambda k: not k.startswith("generations/"),
+                      lambda k: k.startswith("generations/") and k not in (claim, f"generations/{name}/{MANIFEST}"),
+                      lambda k: k == f"generations/{name}/{MANIFEST}"):
+            self._upload([key for key in new if group(key)], name, started, claim)
+        current = (name + "\n").encode("utf-8")
+        try:
+            self._run(self._put(CURRENT, current, started.etag))
+        except Exception as exc:  # noqa: BLE001
+            if not (isinstance(exc, (FileExistsError, FileNotFoundError)) or _precondition_failed(exc)):
+                raise self._unpublished(exc, started) from None
+            try:  # If-Match refused: CURRENT changed, or is gone; unless a retry's first try landed
+                ours = self._run(self._holds(CURRENT, current))
+            except Exception as failure:  # noqa: BLE001
+                raise self._unpublished(failure, started) from None
+            if not ours:
+                raise self._lost(name, started) from None
+
+    def _upload(self, keys: list[str], name: str, started: BucketState, claim: str) -> None:
+        try:
+            self._run(_all(self._upload_one(key, key == claim) for key in keys))
+        except FileExistsError:  # a generation's object is there: another build wrote this name
+            raise self._lost(name, started) from None
+        except Exception as exc:  # noqa: BLE001
+            raise self._unpublished(exc, started) from None
+
+    async def _upload_one(self, key: str, claim: bool) -> None:
+        path = self.paths.root / key
+        if path.stat().st_size > PART_BYTES:
+            await self._put_in_parts(key, path)
+            return
+        data = path.read_bytes()
+        try:
+            await self._put(key, data, None)
+        except FileExistsError:
+            if claim:  # another build holds the name, though its bytes may be these (the same corpus
+                raise  # built twice); or a retry whose first try landed: a build refused, never a wrong one
+            # Past the claim, no other build writes under this generation's name: the same contents are
+            # a retried request's whose first try landed (or a text or source another build stored).
+            if key.startswith(CONTENT_ADDRESSED) or await self._holds(key, data):
+                return
+            raise
+
+    async def _put(self, key: str, data: bytes, if_match: str | None) -> None:
+        """PutObject that never replaces an object unless it is the one ``if_match`` names
+        (``FileExistsError`` where ``If-None-Match: *`` refused it)."""
+        condition = {"IfMatch": if_match} if if_match else {"IfNoneMatch": "*"}
+        await _created(self.fs._call_s3("put_object", Bucket=self.bucket, Key=self._key(key), Body=data, **condition),
+                       key, if_match is None)
+
+    async def _put_in_parts(self, key: str, path: Path) -> None:
+        """A large file as a multipart upload, one part in memory at a time, completed with
+        ``If-None-Match: *`` (a completion retried after it landed is answered as done: S3 and moto
+        complete an upload id once)."""
+        target = {"Bucket": self.bucket, "Key": self._key(key)}
+        upload_id = (await self.fs._call_s3("create_multipart_upload", **target))["UploadId"]
+        try:
+            parts = []
+            with open(path, "rb") as f:
+                while piece := f.read(PART_BYTES):
+                    number = len(parts) + 1
+                    part = await self.fs._call_s3("upload_part", **target, UploadId=upload_id, PartNumber=number,
+                                                  Body=piece)
+                    parts.append({"PartNumber": number, "ETag": part["ETag"]})
+            await _created(self.fs._call_s3("complete_multipart_upload", **target, UploadId=upload_id,
+                                            MultipartUpload={"Parts": parts}, IfNoneMatch="*"), key)
+        except BaseException:
+            with contextlib.suppress(Exception):  # the parts stored so far are given back, where the store answers
+                await self.fs._call_s3("abort_multipart_upload", **target, UploadId=upload_id)
+            raise
+
+    async def _holds(self, key: str, data: bytes) -> bool:
+        """Whether the bucket's object is ``data``: its ETag is the MD5 of the bytes of a single PutObject
+        (of one without SSE-KMS encryption: elsewhere a refused write is taken for another build's)."""
+        try:
+            head = await self.fs._call_s3("head_object", Bucket=self.bucket, Key=self._key(key))
+        except FileNotFoundError:
+            return False
+        return head.get("ETag", "").strip('"') == hashlib.md5(data, usedforsecurity=False).hexdigest()
+
+    def _lost(self, name: str, started: BucketState) -> PublishRaceError:
+        since = f"generation {started.live}" if started.live else "an empty bucket"
+        return PublishRaceError(f"{self.url}: another build published first (this one started from {since}); "
+                                f"generation {name} was not published")
+
+    def _unpublished(self, exc: BaseException, started: BucketState) -> IndexWriteError:
+        after = f"generation {started.live} is still live" if started.live else "nothing was published"
+        return IndexWriteError(f"cannot write the index {self.url}: {store_failure(exc, 'writing')}; {after}")
+
+    # -- after publishing
+
+    def collect_garbage(self, started: BucketState) -> int:
+        """Remove the objects the build found in the bucket that no generation the local copy kept
+        references: retired generations and what only they read, a failed build's debris. Objects
+        written since the build listed the bucket (another build's, in flight) are not touched.
+        The number removed."""
+        try:
+            kept = sorted(p.name for p in self.paths.generations.iterdir() if p.name.isdigit())
+            wanted = references(self.paths, kept)
+            unwanted = sorted(k for k in started.objects if k not in (CURRENT, LOCK) and not wanted(k))
+            for at in range(0, len(unwanted), 1000):  # DeleteObjects takes 1,000 keys a request
+                self._run(self.fs._bulk_delete([f"{self.bucket}/{self._key(k)}" for k in unwanted[at:at + 1000]]))
+        except Exception as exc:  # noqa: BLE001 — published: the next build removes what this one could not
+            raise OSError(scrubbed(store_failure(exc, "removing"))) from None
+        return len(unwanted)
+
+    def _run(self, coroutine):
+        """Await ``coroutine`` on the driver's event loop (its own thread), from this synchronous code."""
+        from fsspec.asyn import sync
+
+        async def awaited():
+            return await coroutine
+
+        return sync(self.fs.loop, awaited)
+
+
+def references(paths: IndexPaths, names: list[str], files_of: list[str] | None = None) -> Callable[[str], bool]:
+    """Whether a key (relative to the index) is a file the generations ``names`` read: their own
+    files, their segments', their vector shards, and the texts and sources of the live documents of
+    ``files_of`` (default: all of ``names``). Their manifests and segments must be in the local copy."""
+    segments: set[str] = set()
+    templates: set[str] = set()
+    for name in names:
+        manifest = read_manifest(paths.generation(name))
+        segments.update(ref.name for ref in manifest.segments)
+        templates.add(ann_params(manifest).template)
+    texts: set[str] = set()
+    sources: set[str] = set()
+    for name in names if files_of is None else files_of:
+        documents = PublishedGeneration(paths, name).table("documents", ["doc_version", "source_sha256"])
+        texts.update(version_hex(v) for v in documents.column("doc_version").to_pylist() if v)
+        sources.update(s for s in documents.column("source_sha256").to_pylist() if s)
+
+    def wanted(key: str) -> bool:
+        parts = key.split("/")
+        if len(parts) < 2 or any(part.startswith(".") for part in parts):
+            return False  # a build's temporary file
+        folder, first, last = parts[0], parts[1], parts[-1].split(".", 1)[0]
+        if folder == "generations":
+            return first in names
+        if folder == "segments":
+            return first in segments
+        if folder == "ann":  # ann/<template>/template.* and ann/<template>/<segment>.*
+            return len(parts) == 3 and first in templates and (last == "template" or last in segments)
+        if folder == "texts":
+            return len(parts) == 2 and last in texts
+        if folder == "sources":
+            return len(parts) == 2 and last in sources
+        return False
+
+    return wanted
+
+
+class LocalCopy:
+    """A reader's local copy of the index at ``url``, brought up to the bucket's live generation when
+    made and on each ``follow`` (at most once every ``FOLLOW_EVERY_S`` seconds: one GET of CURRENT
+    while nothing changed)."""
+
+    FOLLOW_EVERY_S = 5.0
+
+    def __init__(self, url: str, cache: str | Path | None = None) -> None:
+        self.bucket = IndexBucket(url, cache)
+        state = self.bucket.bring_up_to_date()
+        if state.live is None:
+            raise IndexFormatError(f"{self.bucket.url}: no index here (no CURRENT in the bucket)")
+        self.root = self.bucket.paths.root
+        self._etag = state.etag
+        self._checked = time.monotonic()
+
+    def follow(self) -> None:
+        """Bring the copy up to the bucket's live generation if one was published since. A store that
+        fails now is tried again at the next follow; meanwhile the copy's generation keeps serving."""
+        if time.monotonic() - self._checked < self.FOLLOW_EVERY_S:
+            return
+        self._checked = time.monotonic()
+        try:
+            state = self.bucket.bring_up_to_date(unless_etag=self._etag)
+        except SpanindexError:
+            return
+        if state.live is not None:
+            self._etag = state.etag
+
+
+def local_copy(url: str, cache: str | Path | None = None) -> Path:
+    """The local copy of the index at ``url``, brought up to the bucket's live generation."""
+    return LocalCopy(url, cache).root
+
+
+def _generation_of(key: str) -> str | None:
+    """The generation whose build wrote a file, by its name; None for a file named by its contents.
+
+    >>> _generation_of("segments/000004-merged/chunks.parquet"), _generation_of("ann/ab12/000003-0001.faiss")
+    ('000004', '000003')
+    >>> _generation_of("ann/ab12/template.faiss"), _generation_of("texts/00ff.txt")
+    (None, None)
+    """
+    parts = key.split("/")
+    if parts[0] in ("generations", "segments") and len(parts) > 2:
+        return parts[1].split("-")[0]
+    stem = parts[-1].split(".", 1)[0]
+    if parts[0] == "ann" and len(parts) == 3 and stem != "template":
+        return stem.split("-")[0]
+    return None
+
+
+def _files(root: Path) -> Iterable[Path]:
+    for folder in ("generations", "segments", "ann", "texts", "sources"):
+        if (root / folder).is_dir():
+            yield from (p for p in (root / folder).rglob("*") if p.is_file())
+
+
+def _precondition_failed(exc: BaseException) -> bool:
+    cause = exc.__cause__ or exc.__context__
+    response = getattr(cause, "response", None) or {}
+    return response.get("Error", {}).get("Code") in ("PreconditionFailed", "412")
+
+
+async def _created(request, key: str, if_none_match: bool = True):
+    """Await a write; ``FileExistsError`` where ``If-None-Match: *`` refused it (s3fs says so only
+    where the store's error names the condition)."""
+    try:
+        return await request
+    except FileExistsError:
+        raise
+    except Exception as exc:
+        if if_none_match and _precondition_failed(exc):
+            raise FileExistsError(key) from None
+        raise
+
+
+async def _all(coroutines: Iterable) -> None:
+    """Run the coroutines, ``CONCURRENCY`` at a time; the first error is raised once all have ended."""
+    limit = asyncio.Semaphore(CONCURRENCY)
+
+    async def one(coroutine):
+        async with limit:
+            return await coroutine
+
+    results = await asyncio.gather(*(one(c) for c in coroutines), return_exceptions=True)
+    for result in results:
+        if isinstance(result, BaseException):
+            raise result
