@@ -87,3 +87,44 @@ def test_the_build_stores_each_chunks_language_and_its_documents(sample_index_te
     for doc_id, language in documents.items():  # a document's language is one of its chunks' (or none has one)
         own = {c["language"] for c in chunks if c["doc_id"] == doc_id}
         assert not own or language in own
+
+
+SAMPLES = ["Die Äpfel schälen und würfeln, dazu geben und drei Minuten mitbraten.",
+           "Подольски завершил карьеру в сборной Германии после чемпионата Европы.",
+           "東京は日本の首都であり、世界最大級の都市圏を形成している。",
+           "The retention policy keeps audit exports for seven years after the contract ends."]
+
+
+def test_the_unpacked_copy_of_the_model_identifies_as_the_packaged_model(tmp_path, monkeypatch):
+    from py3langid.langid import MODEL_FILE, LanguageIdentifier
+
+    from ingest.text import language
+
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    language._loaded_identifier.cache_clear()
+    packaged = language._identifier()  # no copy yet: unpacked from the package, then kept
+    assert language._unpacked_path().is_file() and language._unpacked_path().is_relative_to(tmp_path)
+    kept = language._unpacked_model(LanguageIdentifier)
+    assert kept is not None, "the kept copy could not be read"
+    kept.set_languages([code for code in kept.nb_classes if len(code) == 2])
+    reference = LanguageIdentifier.from_model_file(MODEL_FILE, norm_probs=True)
+    reference.set_languages([code for code in reference.nb_classes if len(code) == 2])
+    for text in SAMPLES:
+        assert kept.classify(text) == packaged.classify(text) == reference.classify(text)
+    language._loaded_identifier.cache_clear()
+
+
+def test_a_cache_that_cannot_be_written_or_read_leaves_the_packaged_model(tmp_path, monkeypatch):
+    from ingest.text import language
+
+    (tmp_path / "file").write_text("not a folder")
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "file"))  # spanindex/ cannot be made under a file
+    language._loaded_identifier.cache_clear()
+    assert [language.identify_language(text) for text in SAMPLES] == ["de", "ru", "ja", "en"]
+    assert not language._unpacked_path().exists()
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "junk"))
+    language._unpacked_path().parent.mkdir(parents=True)
+    language._unpacked_path().write_bytes(b"not an npz")
+    language._loaded_identifier.cache_clear()
+    assert [language.identify_language(text) for text in SAMPLES] == ["de", "ru", "ja", "en"]
+    language._loaded_identifier.cache_clear()
