@@ -385,6 +385,10 @@ def _write_generation(corpus, paths, settings, model, executor, embedder, live, 
     # The new segments (none when nothing changed), then at most one merge.
     refs = masked_refs([*live.generation.manifest.segments] if live else [], masked)
     refs.extend(written_segments.segments)
+    # A segment every document of which is masked is dropped, not merged (that wrote an empty segment).
+    emptied = {r.name for r in refs if r.n_documents and r.n_deleted == r.n_documents}
+    refs = [r for r in refs if r.name not in emptied]
+    masked = {k: v for k, v in masked.items() if k not in emptied}
     next_id = written_segments.next_vector_id
     final = open_segments(paths.segments, refs, embedder.dim, masked)
     to_merge = plan_merge(refs, everything=settings.merge_all)

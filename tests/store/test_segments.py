@@ -187,6 +187,21 @@ def _check_a_life(steps, per_tier: int, tmp_path) -> None:
 
 
 @pytest.mark.spawns
+def test_a_segment_whose_every_document_is_masked_is_dropped_not_merged(tmp_path):
+    corpus = shutil.copytree(SAMPLE_CORPUS / "docs", tmp_path / "corpus")
+    idx_dir = tmp_path / "idx"
+    _build(corpus, idx_dir)
+    note = corpus / "note.md"
+    for seed in (1, 2, 3):  # each edit masks the one document of the segment the edit before wrote
+        note.write_text(_text(seed))
+        report = _build(corpus, idx_dir)
+        refs = index.open(idx_dir).generation.manifest.segments
+        assert all(ref.n_documents > ref.n_deleted for ref in refs), refs
+        assert report.merged == 0 and len(refs) == 2
+    assert fsck(idx_dir) == []
+    assert_same_as_a_full_build(idx_dir, corpus, tmp_path)
+
+
 def test_compact_merges_every_segment_into_one_with_the_same_answers(tmp_path):
     corpus = shutil.copytree(SAMPLE_CORPUS, tmp_path / "corpus")
     idx_dir = tmp_path / "idx"
