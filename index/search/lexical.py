@@ -215,6 +215,8 @@ class LexicalIndex:
                 touched[ids] = True
             if partial is None or not left[step + 1]:
                 continue
+            if left[0] - left[step + 1] <= left[step + 1]:
+                continue  # the tokens scored cannot add up to more than those left: the k-th cannot pass them yet
             candidates = _allowed(np.flatnonzero(touched), allowed)
             if len(candidates) < k:
                 continue
