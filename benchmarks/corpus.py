@@ -31,6 +31,12 @@ class CorpusText:
     hidden: tuple[HiddenRun, ...] = ()  # the parser's HiddenRuns: what the build leaves out of the embedded texts
 
 
+def folder_size(folder: Path) -> dict[str, int]:
+    """How many files a corpus folder holds and their bytes (what a benchmark reports it ran on)."""
+    sizes = [p.stat().st_size for p in folder.rglob("*") if p.is_file()]
+    return {"files": len(sizes), "bytes": sum(sizes)}
+
+
 def corpus_folders() -> list[tuple[str, Path]]:
     folders = [("sample", SAMPLE)]
     if SHARED.is_dir():

@@ -20,7 +20,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from benchmarks.corpus import ROOT, SAMPLE, SHARED
+from benchmarks.corpus import ROOT, SAMPLE, SHARED, folder_size
 
 
 def run(corpora: list[Path]) -> dict:
@@ -70,8 +70,7 @@ def _measure(corpus: Path, s3) -> dict:
                     row["bucket_object_reads"] = len(reads)
                     row["bucket_bytes_sent"] = sum(r.bytes_sent for r in requests)
             figures[step] = row
-        return {"files": sum(1 for p in folder.rglob("*") if p.is_file()),
-                "bytes": sum(p.stat().st_size for p in folder.rglob("*") if p.is_file()), "builds": figures}
+        return {**folder_size(folder), "builds": figures}
     finally:
         shutil.rmtree(work, ignore_errors=True)
 

@@ -21,7 +21,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from benchmarks.corpus import ROOT, SAMPLE, SHARED
+from benchmarks.corpus import ROOT, SAMPLE, SHARED, folder_size
 
 
 def run(corpora: list[Path]) -> dict:
@@ -82,9 +82,7 @@ def _measure(corpus: Path, s3) -> dict:
             index.open(url, embedder=HashingEmbedder(dim=384), cache=work / "reader-cache")
             readers[step] = {"seconds": round(time.perf_counter() - started, 2), **_traffic(s3.log.requests[before:])}
         index_bytes = sum(p.stat().st_size for p in (work / "reader-cache").rglob("*") if p.is_file())
-        return {"files": sum(1 for p in folder.rglob("*") if p.is_file()),
-                "bytes": sum(p.stat().st_size for p in folder.rglob("*") if p.is_file()),
-                "live_generation_bytes": index_bytes, "builds": builds, "reader": readers}
+        return {**folder_size(folder), "live_generation_bytes": index_bytes, "builds": builds, "reader": readers}
     finally:
         shutil.rmtree(work, ignore_errors=True)
 

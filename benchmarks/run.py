@@ -73,6 +73,10 @@ def main() -> None:
 
         print("== the corpus in a bucket (moto's S3 server) against the folder")
         RESULTS["corpus_in_a_bucket"] = corpus_in_a_bucket.run([corpus])
+        from benchmarks import index_in_a_bucket
+
+        print("== the index in a bucket: what builds upload and what a reader's opens fetch")
+        RESULTS["index_in_a_bucket"] = index_in_a_bucket.run([corpus])
         from benchmarks import ray_driver
 
         print("== a Ray build's driver memory, by corpus size (segments written by actors)")
