@@ -37,6 +37,11 @@ def folder_size(folder: Path) -> dict[str, int]:
     return {"files": len(sizes), "bytes": sum(sizes)}
 
 
+def corpora_named(args: list[str]) -> list[Path]:
+    """The corpus folders a benchmark's command line names; none: sample_corpus, and the shared corpus where present."""
+    return [Path(a) for a in args] or [SAMPLE, *([SHARED] if SHARED.is_dir() else [])]
+
+
 def corpus_folders() -> list[tuple[str, Path]]:
     folders = [("sample", SAMPLE)]
     if SHARED.is_dir():

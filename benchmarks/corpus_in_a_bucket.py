@@ -20,10 +20,16 @@ import tempfile
 import time
 from pathlib import Path
 
-from benchmarks.corpus import ROOT, SAMPLE, SHARED, folder_size
+from benchmarks.corpus import ROOT, corpora_named, folder_size
 
 
 def run(corpora: list[Path]) -> dict:
+    return on_s3_server(corpora, _measure)
+
+
+def on_s3_server(corpora: list[Path], measure, buckets: tuple[str, ...] = ()) -> dict:
+    """corpus name -> ``measure(corpus, s3)``, every corpus against one moto server (the tests' own,
+    ``tests/s3_server.py``) started here with ``buckets`` created."""
     import pytest
 
     sys.path.insert(0, str(ROOT / "tests"))
@@ -31,8 +37,10 @@ def run(corpora: list[Path]) -> dict:
 
     results = {}
     with pytest.MonkeyPatch.context() as env, running_s3_server(env) as s3:
+        for bucket in buckets:
+            s3.client().create_bucket(Bucket=bucket)
         for corpus in corpora:
-            results[corpus.name] = _measure(corpus, s3)
+            results[corpus.name] = measure(corpus, s3)
     return results
 
 
@@ -76,8 +84,7 @@ def _measure(corpus: Path, s3) -> dict:
 
 
 def main() -> None:
-    corpora = [Path(a) for a in sys.argv[1:]] or [SAMPLE, *([SHARED] if SHARED.is_dir() else [])]
-    print(json.dumps(run(corpora), indent=2))
+    print(json.dumps(run(corpora_named(sys.argv[1:])), indent=2))
 
 
 if __name__ == "__main__":

@@ -21,21 +21,12 @@ import tempfile
 import time
 from pathlib import Path
 
-from benchmarks.corpus import ROOT, SAMPLE, SHARED, folder_size
+from benchmarks.corpus import corpora_named, folder_size
+from benchmarks.corpus_in_a_bucket import on_s3_server
 
 
 def run(corpora: list[Path]) -> dict:
-    import pytest
-
-    sys.path.insert(0, str(ROOT / "tests"))
-    from s3_server import running_s3_server
-
-    results = {}
-    with pytest.MonkeyPatch.context() as env, running_s3_server(env) as s3:
-        s3.client().create_bucket(Bucket="index-bucket")
-        for corpus in corpora:
-            results[corpus.name] = _measure(corpus, s3)
-    return results
+    return on_s3_server(corpora, _measure, buckets=("index-bucket",))
 
 
 def _traffic(requests) -> dict:
@@ -88,8 +79,7 @@ def _measure(corpus: Path, s3) -> dict:
 
 
 def main() -> None:
-    corpora = [Path(a) for a in sys.argv[1:]] or [SAMPLE, *([SHARED] if SHARED.is_dir() else [])]
-    print(json.dumps(run(corpora), indent=2))
+    print(json.dumps(run(corpora_named(sys.argv[1:])), indent=2))
 
 
 if __name__ == "__main__":

@@ -46,7 +46,6 @@ from schemas.records import (
     SearchMode,
 )
 from schemas.tables import (
-    CHUNKS,
     chunk_of_row,
     chunk_records,
     document_records,
@@ -212,18 +211,7 @@ class Index:
         at = pc.index(rows.column("chunk_id"), chunk_id).as_py()
         if at < 0:
             return None
-        return self._chunk_at(rows.column("vector_id")[at].as_py(), rows.slice(at, 1))
-
-    def _chunk_at(self, row: int, rows: pa.Table | None = None) -> Chunk:
-        """The chunk in row ``row`` (its vector_id) of the chunks table, from ``rows`` where given."""
-        chunk = self._chunk_cache.get(row)
-        if chunk is None:
-            table = rows if rows is not None else self.generation.row_at("chunks", row)
-            chunk = chunk_of_row({f.name: table.column(f.name)[0].as_py() for f in CHUNKS})
-            if len(self._chunk_cache) >= 4096:
-                self._chunk_cache.clear()
-            self._chunk_cache[row] = chunk
-        return chunk
+        return self.chunks_at_vectors([rows.column("vector_id")[at].as_py()])[0]
 
     @_one_request
     def chunks_of(self, doc_id: str) -> list[Chunk]:
@@ -236,12 +224,12 @@ class Index:
 
     @_one_request
     def chunk_at_vector(self, vector_id: int) -> Chunk:
-        # vector ids are assigned in row order: row == vector_id
-        return self._chunk_at(int(vector_id))
+        return self.chunks_at_vectors([vector_id])[0]
 
     @_one_request
     def chunks_at_vectors(self, vector_ids) -> list[Chunk]:
-        """The chunks of ``vector_ids`` in their order (a search's hits), those not yet kept read together."""
+        """The chunks of ``vector_ids`` in their order (a search's hits), those not yet kept read together
+        from their segments' hits files (``LiveSegments.chunks_at_vectors``)."""
         ids = [int(v) for v in vector_ids]
         missing = [v for v in dict.fromkeys(ids) if v not in self._chunk_cache]
         if missing:

@@ -100,10 +100,6 @@ class Generation:
             return with_metadata(name, self.manifest.model_id, self.manifest.model_dim).empty_table()
         return rows
 
-    def row_at(self, name: str, vector_id: int) -> pa.Table:
-        """The chunk (or other row) whose vector id is ``vector_id``, read from its row group alone."""
-        return self.live.row_at_vector(name, vector_id)
-
     def chunks_at(self, vector_ids: list[int]) -> list[dict]:
         """The chunks rows of ``vector_ids`` (a search's hits), in their order."""
         return self.live.chunks_at_vectors(vector_ids)

@@ -131,17 +131,6 @@ class SegmentFiles:
         """Whether the segment has a documents row for ``doc_id`` (masked or not)."""
         return self.rows_of("documents", doc_id).num_rows > 0
 
-    def row_at(self, name: str, row: int) -> pa.Table:
-        """Row ``row`` of a table (a chunk by vector_id - base: from the mapped hits file), read
-        from its row group alone."""
-        if name == "chunks":
-            return self.hits().slice(row, 1)
-        groups = None if name in self._tables else self.row_groups(name)
-        if groups is None:
-            return self.table(name).slice(row, 1)
-        group, first = groups.containing(row)
-        return self._read_groups(name, [group]).slice(row - first, 1)
-
     def hits(self) -> pa.Table:
         """The segment's chunks, mapped from its Arrow file: nothing is read until a row is."""
         if self._hits is None:
@@ -203,11 +192,10 @@ class SegmentFiles:
 
 @dataclass(frozen=True, slots=True, eq=False)
 class RowGroups:
-    """The row groups of a table grouped by doc_id in doc_id order: each one's first row and the
-    least and greatest doc_id in it (from the Parquet statistics the writer keeps)."""
+    """The row groups of a table grouped by doc_id in doc_id order: the least and greatest doc_id
+    in each (from the Parquet statistics the writer keeps)."""
 
     indices: list[int]  # of the non-empty row groups, in file order
-    first_rows: list[int]
     lows: list[str]
     highs: list[str]
 
@@ -218,7 +206,7 @@ class RowGroups:
         if "doc_id" not in names:
             return None
         column = names.index("doc_id")
-        indices, first_rows, lows, highs, row = [], [], [], [], 0
+        indices, lows, highs = [], [], []
         for i in range(metadata.num_row_groups):
             group = metadata.row_group(i)
             stats = group.column(column).statistics
@@ -231,22 +219,15 @@ class RowGroups:
                 if highs and low < highs[-1]:
                     return None
                 indices.append(i)
-                first_rows.append(row)
                 lows.append(low)
                 highs.append(high)
-            row += group.num_rows
-        return cls(indices, first_rows, lows, highs)
+        return cls(indices, lows, highs)
 
     def holding(self, doc_id: str) -> list[int]:
         """The row groups whose doc_id bounds take in ``doc_id`` (a document may span several)."""
         first = bisect.bisect_left(self.highs, doc_id)
         last = bisect.bisect_right(self.lows, doc_id)
         return [self.indices[i] for i in range(first, last)]
-
-    def containing(self, row: int) -> tuple[int, int]:
-        """The row group that holds table row ``row``, and the table row it starts at."""
-        at = bisect.bisect_right(self.first_rows, row) - 1
-        return self.indices[at], self.first_rows[at]
 
 
 _seek_lock = threading.Lock()
@@ -320,22 +301,16 @@ class LiveSegments:
             raise IndexFormatError(f"vector id {vector_id}: no segment holds it")
         return segment
 
-    def row_at_vector(self, name: str, vector_id: int) -> pa.Table:
-        segment = self.segment_of_vector(vector_id)
-        return segment.row_at(name, vector_id - segment.ref.vector_base)
-
     def chunks_at_vectors(self, vector_ids: list[int]) -> list[dict]:
         """The chunks rows (``to_pylist`` form) of ``vector_ids``, in their order: taken from each
         segment's hits file together (a search's k hits: ~20 us a row, ~60 us one at a time)."""
-        by_segment: dict[int, list[int]] = {}
-        segments: dict[int, SegmentFiles] = {}
+        by_segment: dict[str, tuple[SegmentFiles, list[int]]] = {}
         for at, vector_id in enumerate(vector_ids):
             segment = self.segment_of_vector(vector_id)
-            segments[id(segment)] = segment
-            by_segment.setdefault(id(segment), []).append(at)
+            by_segment.setdefault(segment.name, (segment, []))[1].append(at)
         rows: list[dict] = [{}] * len(vector_ids)
-        for key, positions in by_segment.items():
-            segment, hits = segments[key], segments[key].hits()
+        for segment, positions in by_segment.values():
+            hits = segment.hits()
             # slices, not take: Arrow's take joins a mapped table's batches into one copy first
             picked = pa.concat_tables([hits.slice(vector_ids[at] - segment.ref.vector_base, 1) for at in positions])
             for at, row in zip(positions, picked.to_pylist()):

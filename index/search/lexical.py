@@ -287,7 +287,7 @@ def _per_token(reduce: np.ufunc, values: np.ndarray, offsets: np.ndarray) -> np.
     out = np.zeros(len(offsets) - 1, dtype=values.dtype if len(values) else np.int64)
     held = np.flatnonzero(offsets[1:] > offsets[:-1])
     if len(held):
-        out[held] = reduce.reduceat(values, offsets[:-1][held])[: len(held)]
+        out[held] = reduce.reduceat(values, offsets[:-1][held])
     return out
 
 
