@@ -3,8 +3,10 @@
 The corpus (a folder) is built into ``s3://index-bucket/<name>`` on moto's S3 server on localhost
 (tests/s3_server.py, with its log of every request, the bytes it sent and received), in full, again
 with nothing changed, and again with one document changed; beside each, the same build into a folder.
-Then a reader opens the index from the bucket into an empty local copy (its first open) and again
-(a second open, nothing changed). The hashing embedder, without OCR or office layout: the figures are
+Then a reader opens the index from the bucket with an empty cache (its first open) and again (a
+second open, nothing changed); a new reader searches (dense, lexical); a new reader resolves a quote
+of one PDF, in this index and in one of ``COPIES`` copies of the corpus (the cost of a citation
+follows its document, not the corpus). The hashing embedder, without OCR or office layout: the figures are
 of moving files, not of the model. localhost has no latency: a real store adds ~10-50 ms per request.
 
 ``python -m benchmarks.index_in_a_bucket [CORPUS ...]`` (default: sample_corpus/ and, when present,
@@ -23,6 +25,8 @@ from pathlib import Path
 
 from benchmarks.corpus import corpora_named, folder_size
 from benchmarks.corpus_in_a_bucket import on_s3_server
+
+COPIES = 8  # the corpus copied this many times: a cold resolve's cost must not grow with it
 
 
 def run(corpora: list[Path]) -> dict:
@@ -72,10 +76,58 @@ def _measure(corpus: Path, s3) -> dict:
             started = time.perf_counter()
             index.open(url, embedder=HashingEmbedder(dim=384), cache=work / "reader-cache")
             readers[step] = {"seconds": round(time.perf_counter() - started, 2), **_traffic(s3.log.requests[before:])}
-        index_bytes = sum(p.stat().st_size for p in (work / "reader-cache").rglob("*") if p.is_file())
-        return {**folder_size(folder), "live_generation_bytes": index_bytes, "builds": builds, "reader": readers}
+        readers["first search"] = _first_search(url, work / "search-cache", s3)
+        cited = {"1 copy": _cold_resolve(work / "index-folder", url, work / "resolve-cache", s3)}
+        for n in range(COPIES):  # the same document cited in an index of COPIES copies of the corpus
+            shutil.copytree(corpus, work / "copies" / f"copy-{n:02d}")
+        build_index(work / "copies", url + "-copies", settings, embedder=HashingEmbedder(dim=384),
+                    index_cache=work / "copies-cache")
+        cited[f"{COPIES} copies"] = _cold_resolve(work / "copies-cache", url + "-copies", work / "resolve-copies-cache",
+                                                  s3, prefix="copy-00/")
+        return {**folder_size(folder), "live_generation_bytes": _bytes(work / "build-cache"), "builds": builds,
+                "reader": readers, "cold resolve of one PDF quote": cited}
     finally:
         shutil.rmtree(work, ignore_errors=True)
+
+
+def _bytes(folder: Path) -> int:
+    return sum(p.stat().st_size for p in folder.rglob("*") if p.is_file() and ".reader" not in p.parts)
+
+
+def _first_search(url: str, cache: Path, s3) -> dict:
+    """A new reader's first dense and lexical searches: what they fetch whole (vector shards, postings,
+    hits files)."""
+    import index
+    from benchmarks.embedders import HashingEmbedder
+
+    before = len(s3.log.requests)
+    started = time.perf_counter()
+    reader = index.open(url, embedder=HashingEmbedder(dim=384), cache=cache)
+    for mode in ("dense", "lexical"):
+        reader.search("price per call", k=10, mode=mode)
+    return {"seconds": round(time.perf_counter() - started, 2), **_traffic(s3.log.requests[before:])}
+
+
+def _cold_resolve(folder: Path, url: str, cache: Path, s3, prefix: str = "") -> dict:
+    """A new reader (empty cache) resolving a quote of the first PDF under ``prefix``: its requests and
+    bytes, the open's included, beside the size of the live index."""
+    import index
+    from benchmarks.embedders import HashingEmbedder
+    from index.citations.verify import resolve
+
+    local = index.open(folder, embedder=HashingEmbedder(dim=384))
+    doc = next(d for d in local.documents() if d.doc_id.startswith(prefix) and d.doc_id.endswith(".pdf")
+               and local.chunks_of(d.doc_id))
+    chunk = local.chunks_of(doc.doc_id)[0]
+    quote = chunk.text[:80]
+    before = len(s3.log.requests)
+    started = time.perf_counter()
+    reader = index.open(url, embedder=HashingEmbedder(dim=384), cache=cache)
+    citation = resolve(reader, chunk.chunk_id, quote)
+    took = time.perf_counter() - started
+    assert citation == resolve(local, chunk.chunk_id, quote), "the bucket's citation differs from the folder's"
+    return {"doc_id": doc.doc_id, "seconds": round(took, 3), "index_bytes": _bytes(folder),
+            **_traffic(s3.log.requests[before:])}
 
 
 def main() -> None:

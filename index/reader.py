@@ -31,7 +31,7 @@ from ingest.text import HiddenText
 from index.store import Generation, open_generation, read_text_file
 from ingest.corpus import is_store_url, local_path_of
 from ingest.embed import Embedder
-from ingest.store import LocalCopy, local_copy
+from ingest.store import DEFAULT_CACHE_BYTES, LocalCopy, local_copy
 from schemas.errors import IndexFormatError
 from schemas.layout import IndexPaths, converted_suffix, read_current
 from schemas.records import (
@@ -101,14 +101,16 @@ class Index:
     """
 
     def __init__(self, root: str | Path, generation: str | None = None, *, embedder: Embedder | None = None,
-                 cache: str | Path | None = None) -> None:
-        """``root``: a folder, or the URL of an index in an object store (``s3://bucket/index``), read from
-        a local copy (``cache``; default ``$XDG_CACHE_HOME/spanindex/<hash>``) brought up to its live generation.
+                 cache: str | Path | None = None, cache_bytes: int = DEFAULT_CACHE_BYTES) -> None:
+        """``root``: a folder, or the URL of an index in an object store (``s3://bucket/index``): its live
+        generation's manifest is fetched, then the byte ranges of the rows read and the files searched,
+        kept in a local cache (``cache``; default ``$XDG_CACHE_HOME/spanindex/<hash>``) of at most
+        ``cache_bytes`` (least recently used out first).
         ``generation``: stay on this one (default: the live one, followed as builds publish).
         ``embedder``: the one the index was built with, when it is not a model the manifest
         names (a test double, an embedder of your own); by default the model is loaded on first search."""
-        self._copy = LocalCopy(str(root), cache) if is_store_url(root) else None  # an index in a bucket
-        self.paths = IndexPaths(self._copy.root if self._copy else Path(local_path_of(root)))
+        self._copy = LocalCopy(str(root), cache, lazy=True, cache_bytes=cache_bytes) if is_store_url(root) else None
+        self.paths = IndexPaths(self._copy.root, self._copy.files) if self._copy else IndexPaths(Path(local_path_of(root)))
         self.pinned = generation is not None
         self._current_seen: tuple[int, int, int] | None = None
         self._depth = 0
@@ -189,7 +191,7 @@ class Index:
         """The document text of a version; kept across generations for old citations."""
         text = self._texts.get(doc_version)
         if text is None:
-            text = self._stored(read_text_file, self.paths.text(doc_version))
+            text = self._stored(read_text_file, self.paths.files.local(self.paths.text(doc_version)))
             if len(self._texts) >= 32:
                 self._texts.pop(next(iter(self._texts)))
             self._texts[doc_version] = text
@@ -197,7 +199,7 @@ class Index:
 
     @_one_request
     def has_text(self, doc_version: str) -> bool:
-        return self.paths.text(doc_version).is_file()
+        return self.paths.files.exists(self.paths.text(doc_version))
 
     # -- chunks --------------------------------------------------------------
 
@@ -211,7 +213,12 @@ class Index:
         at = pc.index(rows.column("chunk_id"), chunk_id).as_py()
         if at < 0:
             return None
-        return self.chunks_at_vectors([rows.column("vector_id")[at].as_py()])[0]
+        vector_id = rows.column("vector_id")[at].as_py()
+        if vector_id not in self._chunk_cache:  # its row is here: no hits file is read (fetched, in a bucket)
+            if len(self._chunk_cache) >= 4096:
+                self._chunk_cache.clear()
+            self._chunk_cache[vector_id] = chunk_of_row(rows.slice(at, 1).to_pylist()[0])
+        return self._chunk_cache[vector_id]
 
     @_one_request
     def chunks_of(self, doc_id: str) -> list[Chunk]:
@@ -345,7 +352,12 @@ class Index:
         doc = self._require(doc_id)
         if doc.media_type is not MediaType.HTML:
             raise IndexFormatError(f"{doc_id} is not an HTML document")
-        return self._stored(read_text_file, self.paths.decoded_source(doc.source_sha256))
+        return self._stored(read_text_file, self.decoded_source_path(doc_id))
+
+    @_one_request
+    def decoded_source_path(self, doc_id: str) -> Path:
+        """The stored HTML source as decoded (what its src offsets index), on this machine."""
+        return self.paths.files.local(self.paths.decoded_source(self._require(doc_id).source_sha256))
 
     @_one_request
     def source_path(self, doc_id: str) -> Path:
@@ -354,9 +366,9 @@ class Index:
         doc = self._require(doc_id)
         if doc.media_type is MediaType.PDF:
             decrypted = self.paths.decrypted_source(doc.source_sha256)
-            if decrypted.is_file():
-                return decrypted
-        return self.paths.source(doc.source_sha256, Path(doc_id).suffix)
+            if self.paths.files.exists(decrypted):
+                return self.paths.files.local(decrypted)
+        return self.paths.files.local(self.paths.source(doc.source_sha256, Path(doc_id).suffix))
 
     @_one_request
     def office_package_path(self, doc_id: str) -> Path:
@@ -364,7 +376,8 @@ class Index:
         .doc/.ppt/.xls the copy LibreOffice converted it to."""
         doc = self._require(doc_id)
         converted = converted_suffix(Path(doc_id).suffix)
-        return self.paths.converted_source(doc.source_sha256, converted) if converted else self.source_path(doc_id)
+        return self.paths.files.local(self.paths.converted_source(doc.source_sha256, converted)) if converted \
+            else self.source_path(doc_id)
 
     @_one_request
     def rendered_path(self, doc_id: str) -> Path | None:
@@ -372,7 +385,7 @@ class Index:
         engine = self.manifest.office_layout
         if not engine:
             return None
-        path = self.paths.rendered_source(self._require(doc_id).source_sha256, engine)
+        path = self.paths.files.local(self.paths.rendered_source(self._require(doc_id).source_sha256, engine))
         return path if path.is_file() else None
 
     def _stored(self, read: Callable[[Path], str], path: Path) -> str:
@@ -454,10 +467,10 @@ class Index:
 
 
 def open_index(root: str | Path, generation: str | None = None, *, embedder: Embedder | None = None,
-               cache: str | Path | None = None) -> Index:
+               cache: str | Path | None = None, cache_bytes: int = DEFAULT_CACHE_BYTES) -> Index:
     """The index at ``root`` (a folder or an object store's URL): its live generation, followed as
     builds publish (or a named one, kept)."""
-    return Index(root, generation, embedder=embedder, cache=cache)
+    return Index(root, generation, embedder=embedder, cache=cache, cache_bytes=cache_bytes)
 
 
 def local_index(root: str | Path, cache: str | Path | None = None) -> Path:

@@ -22,7 +22,7 @@ from schemas.errors import IndexFormatError
 from schemas.layout import DELETED_FILE, GENERATION_FILES, IndexPaths, read_current
 from schemas.manifest import ann_params, read_manifest
 from schemas.records import Manifest
-from schemas.segments import RowGroups, SegmentFiles, open_segments, read_deleted, whole  # noqa: F401 - RowGroups
+from schemas.segments import OpenedFiles, RowGroups, SegmentFiles, open_segments, read_deleted, whole  # noqa: F401 - RowGroups
 from schemas.tables import doc_slices, with_metadata
 
 
@@ -35,28 +35,19 @@ class Generation:
         self.name = name
         self.dir = paths.generation(name)
         self.manifest: Manifest = read_manifest(self.dir)
-        # Map every file now: a mapping stays readable after a later build retires this
-        # generation and unlinks its files, so a reader never fails half-way.
-        self._files = {}
-        for file_name in GENERATION_FILES:
-            try:
-                self._files[file_name] = pa.memory_map(str(self.dir / file_name))
-            except FileNotFoundError:
-                raise IndexFormatError(f"{self.dir / file_name}: missing") from None
+        # Map every file now: a mapping stays readable after a later build retires this generation and
+        # unlinks its files, so a reader never fails half-way. (In a bucket: each file on first read.)
+        self._files = OpenedFiles(self.dir, GENERATION_FILES, paths.files)
         deleted = read_deleted(self._files[DELETED_FILE], str(self.dir / DELETED_FILE))
-        self.live = open_segments(paths.segments, self.manifest.segments, self.manifest.model_dim, deleted)
+        self.live = open_segments(paths.segments, self.manifest.segments, self.manifest.model_dim, deleted, paths.files)
+        # An inverted file's shards share its coarse quantizer (``ingest.store.ann_shards``).
         template = ann_params(self.manifest).template
-        try:  # an inverted file's shards share its coarse quantizer (``ingest.store.ann_shards``)
-            self._template_file = pa.memory_map(str(paths.ann_template(template))) if self.segments else None
-        except FileNotFoundError:
-            raise IndexFormatError(f"{paths.ann_template(template)}: missing (the vector index's template)") from None
-        self._shard_files = []
-        for segment in self.segments:
-            path = paths.ann_shard(template, segment.name)
-            try:
-                self._shard_files.append((segment, pa.memory_map(str(path))))
-            except FileNotFoundError:
-                raise IndexFormatError(f"{path}: missing (the vector shard of segment {segment.name})") from None
+        self._ann = OpenedFiles(paths.ann / template, [], paths.files)
+        self._ann_names = ["template.faiss", *(paths.ann_shard(template, s.name).name for s in self.segments)] \
+            if self.segments else []
+        if not paths.files.lazy:
+            for file_name in self._ann_names:
+                self._ann[file_name]  # noqa: B018 — mapped now
         self._tables: dict[str, pa.Table] = {}
         self._lock = threading.Lock()
         self._faiss = None
@@ -115,10 +106,12 @@ class Generation:
         if self._faiss is None:
             import faiss
 
-            template = (faiss.deserialize_index(np.frombuffer(whole(self._template_file), dtype=np.uint8))
-                        if self._template_file is not None else None)
-            shards = [(faiss.deserialize_index(np.frombuffer(whole(mapped), dtype=np.uint8)),
-                       self.live.dead_vector_ids(segment)) for segment, mapped in self._shard_files]
+            def read(file_name: str):
+                return faiss.deserialize_index(np.frombuffer(whole(self._ann[file_name]), dtype=np.uint8))
+
+            template = read(self._ann_names[0]) if self._ann_names else None
+            shards = [(read(file_name), self.live.dead_vector_ids(segment))
+                      for segment, file_name in zip(self.segments, self._ann_names[1:])]
             self._faiss = VectorShards(shards, ann_params(self.manifest), template)
         return self._faiss
 

@@ -23,8 +23,10 @@ The names are the contract: ``ingest`` writes these files (``ingest.store.publis
 from __future__ import annotations
 
 import hashlib
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
+
+import pyarrow as pa
 
 from schemas.errors import IndexFormatError
 
@@ -61,9 +63,36 @@ SEGMENT_FILES = (*TABLE_FILES.values(), VECTORS_FILE, LEXICAL_FILE, HITS_FILE)
 GENERATION_FILES = (DELETED_FILE,)
 
 
+class IndexFiles:
+    """How a reader gets at the files under an index's root: here, mapped from the folder, every one
+    when its generation is opened (a mapping outlives the file's removal by a later build). An index in
+    a bucket fetches them on first read instead, byte ranges of the tables (``ingest.store.ranged``)."""
+
+    lazy = False  # whether a file is opened on first read, not with its generation
+
+    def map(self, path: Path) -> pa.NativeFile:
+        """The file to read from at random (``FileNotFoundError`` where there is none)."""
+        return pa.memory_map(str(path))
+
+    def local(self, path: Path) -> Path:
+        """A path on this machine holding the whole file (fetched first, for an index in a bucket);
+        ``path`` itself where there is no such file: its reader says it is missing."""
+        return path
+
+    def exists(self, path: Path) -> bool:
+        return path.is_file()
+
+    def prefetch(self, paths: list[Path]) -> None:
+        """Fetch the ends of these files (their Parquet footers) together, ahead of their reads."""
+
+
+LOCAL_FILES = IndexFiles()
+
+
 @dataclass(frozen=True, slots=True)
 class IndexPaths:
     root: Path
+    files: IndexFiles = field(default=LOCAL_FILES, compare=False, repr=False)
 
     @property
     def current(self) -> Path:

@@ -23,6 +23,9 @@ MAX_ANSWER_MB = 2.0  # --max-answer-mb: the answer file; the server caps every r
 MAX_CLAIMS = 1_000  # --max-claims: claims in one answer; more and the answer is refused
 MAX_QUOTE_CHARS = 10_000  # --max-quote-chars: a longer quote is an invalid citation, never matched
 
+# --- a reader of an index in a bucket (index.open, search, resolve, serve, mcp)
+READER_CACHE_MB = 2048  # --cache-mb: what its local cache keeps of what it read; least recently used out first
+
 # --- any JSON spanindex reads (answers, citation records): a deeper or larger value is refused
 MAX_JSON_DEPTH = 64  # nesting of arrays and objects (an answer needs 4, a record 4)
 MAX_INT_DIGITS = 20  # digits of one integer (an offset or a rank fits in 19)

@@ -21,7 +21,7 @@ import pyarrow.ipc as ipc
 import pyarrow.parquet as pq
 
 from schemas.errors import IndexFormatError
-from schemas.layout import HITS_FILE, LEXICAL_FILE, SEGMENT_FILES, TABLE_FILES, VECTORS_FILE
+from schemas.layout import HITS_FILE, LEXICAL_FILE, LOCAL_FILES, SEGMENT_FILES, TABLE_FILES, VECTORS_FILE, IndexFiles
 from schemas.records import MaskedDocument, SegmentRef
 from schemas.tables import SCHEMAS, check_schema, doc_slices, read_table, vector_count
 
@@ -34,16 +34,13 @@ class SegmentFiles:
     """One segment, its files mapped at open: a mapping stays readable after a later build
     retires the segment and unlinks its files, so a reader never fails half-way."""
 
-    def __init__(self, folder: Path, ref: SegmentRef, dim: int) -> None:
+    def __init__(self, folder: Path, ref: SegmentRef, dim: int, files: IndexFiles = LOCAL_FILES) -> None:
         self.dir = folder
         self.ref = ref
         self.dim = dim
-        self._files: dict[str, pa.MemoryMappedFile] = {}
-        for file_name in SEGMENT_FILES:
-            try:
-                self._files[file_name] = pa.memory_map(str(folder / file_name))
-            except FileNotFoundError:
-                raise IndexFormatError(f"{folder / file_name}: missing") from None
+        self.files = files
+        self._lazy = files.lazy
+        self._files = OpenedFiles(folder, SEGMENT_FILES, files)
         self._tables: dict[str, pa.Table] = {}
         self._slices: dict[str, dict[str, tuple[int, int]]] = {}
         self._groups: dict[str, RowGroups | None] = {}
@@ -85,7 +82,7 @@ class SegmentFiles:
         """One document's rows of a table: its chunks from the mapped hits file, others from the
         row groups that hold them, or from the whole table where it is already read (or cannot be
         located by row group)."""
-        if name == "chunks":
+        if name == "chunks" and (self._hits is not None or not self._lazy):  # (a lazy file is fetched whole)
             hits = self.hits()
             ids = hits.column("doc_id")
             rows = range(hits.num_rows)  # grouped by doc_id in doc_id order: a binary search
@@ -156,7 +153,8 @@ class SegmentFiles:
         """The table's Parquet reader, its footer parsed once (a search reads its hits' row groups)."""
         reader = self._readers.get(name)
         if reader is None:
-            reader = self._readers[name] = pq.ParquetFile(self._files[TABLE_FILES[name]])
+            # pre_buffer: a row group's column chunks in one read (one request, for a file in a bucket)
+            reader = self._readers[name] = pq.ParquetFile(self._files[TABLE_FILES[name]], pre_buffer=self._lazy)
         return reader
 
     def _read_groups(self, name: str, picked: list[int]) -> pa.Table:
@@ -279,6 +277,8 @@ class LiveSegments:
         """The segment that holds ``doc_id``'s live rows, or None."""
         if doc_id in self._located:
             return self._located[doc_id]
+        if not self._located and len(self.segments) > 1:  # their footers together, not one after another
+            self.segments[0].files.prefetch([s.dir / TABLE_FILES["documents"] for s in self.segments])
         found = None
         for segment in reversed(self.segments):
             if doc_id not in self.masked(segment) and segment.holds(doc_id):
@@ -368,5 +368,27 @@ class LiveSegments:
         return tuple(dict.fromkeys(name for s in self.segments for name in s.whole_tables))
 
 
-def open_segments(segments_dir: Path, refs, dim: int, deleted: Deletions) -> LiveSegments:
-    return LiveSegments([SegmentFiles(segments_dir / ref.name, ref, dim) for ref in refs], deleted)
+def open_segments(segments_dir: Path, refs, dim: int, deleted: Deletions, files: IndexFiles = LOCAL_FILES) -> LiveSegments:
+    return LiveSegments([SegmentFiles(segments_dir / ref.name, ref, dim, files) for ref in refs], deleted)
+
+
+class OpenedFiles(dict):
+    """File name -> the file open for reading: each one opened now, or for lazy files (an index in a
+    bucket) on first use; a missing one is an ``IndexFormatError`` naming it."""
+
+    def __init__(self, folder: Path, names, files: IndexFiles) -> None:
+        super().__init__()
+        self.folder = folder
+        self.files = files
+        if not files.lazy:
+            for name in names:
+                self[name]  # noqa: B018 — opened by __missing__
+
+    def __missing__(self, name: str) -> pa.NativeFile:
+        path = self.folder / name
+        try:
+            opened = self.files.map(path)
+        except FileNotFoundError:
+            raise IndexFormatError(f"{path}: missing") from None
+        self[name] = opened
+        return opened

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from index.cli.arguments import index_argument
+from index.cli.arguments import cache_bytes, index_argument
 from index.cli.registry import command
 
 
@@ -19,5 +19,5 @@ def run_mcp(args) -> int:
     from index.integrations.mcp_server import make_server
 
     # stdout is the protocol's channel from here on: nothing else may be printed to it.
-    make_server(args.index, embedder=args.embedder).run("stdio")
+    make_server(args.index, embedder=args.embedder, cache_bytes=cache_bytes(args)).run("stdio")
     return 0

@@ -5,10 +5,24 @@ from __future__ import annotations
 
 import argparse
 
+from schemas.limits import READER_CACHE_MB
 
-def index_argument(p: argparse.ArgumentParser) -> None:
-    p.add_argument("index", help="index folder, or an index in a bucket: s3://bucket/prefix (read from a local "
-                                 "copy under $XDG_CACHE_HOME/spanindex, brought up to its live generation first)")
+
+def index_argument(p: argparse.ArgumentParser, reads_rows: bool = True) -> None:
+    """The index a command opens. ``reads_rows``: a reader's command, which reads of an index in a bucket
+    the byte ranges it needs into a bounded cache (the others fetch a whole copy of the live generation)."""
+    p.add_argument("index", help="index folder, or an index in a bucket: s3://bucket/prefix (what is read of it is "
+                                 "cached under $XDG_CACHE_HOME/spanindex)")
+    if reads_rows:
+        p.add_argument("--cache-mb", type=float, default=READER_CACHE_MB, metavar="MB",
+                       help="for an index in a bucket: the most its local cache keeps of what was read, least "
+                            f"recently used out first (default {READER_CACHE_MB})")
+
+
+def cache_bytes(args: argparse.Namespace) -> int:
+    from schemas.limits import MIB
+
+    return int(args.cache_mb * MIB)
 
 
 def records_argument(p: argparse.ArgumentParser) -> None:
@@ -57,4 +71,4 @@ def open_index(args: argparse.Namespace):
     """The live generation of the index the command names (with the embedder ``main`` was given)."""
     import index
 
-    return index.open(args.index, embedder=args.embedder)
+    return index.open(args.index, embedder=args.embedder, cache_bytes=cache_bytes(args))

@@ -350,7 +350,7 @@ def run_show(args) -> int:
 @command("fsck", "Check the live generation: checksums, counts, ids, every chunk and offset run.",
          "spanindex fsck build/sample-index")
 def _fsck(p: argparse.ArgumentParser) -> None:
-    index_argument(p)
+    index_argument(p, reads_rows=False)
     p.add_argument("--generation", help="check this generation instead of the live one")
     p.set_defaults(run=run_fsck)
 
@@ -371,7 +371,7 @@ def run_fsck(args) -> int:
 @command("compact", "Merge every segment of the live generation into one, dropping the rows of changed and removed "
          "documents; the same answers, fewer files.", "spanindex compact build/sample-index")
 def _compact(p: argparse.ArgumentParser) -> None:
-    index_argument(p)
+    index_argument(p, reads_rows=False)
     p.add_argument("--keep", type=int, default=3, help="generations to keep (default 3)")
     p.add_argument("--wait", action="store_true", help="wait for a running build instead of failing")
     p.set_defaults(run=run_compact)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import ipaddress
 
-from index.cli.arguments import index_argument, open_index, records_argument, zoom_option
+from index.cli.arguments import cache_bytes, index_argument, open_index, records_argument, zoom_option
 from index.cli.registry import EXIT_FAILURES, EXIT_OK, EXIT_USAGE, command, read_usable_records
 
 
@@ -54,7 +54,8 @@ def run_serve(args) -> int:
     # Bound to loopback, only loopback Host headers are answered (no DNS rebinding);
     # bound elsewhere on purpose, the operator decides who may reach it.
     allowed = LOOPBACK_HOSTS if _is_loopback(args.host) else ["*"]
-    app = create_app(args.index, zoom=args.zoom, allowed_hosts=allowed, embedder=args.embedder)
+    app = create_app(args.index, zoom=args.zoom, allowed_hosts=allowed, embedder=args.embedder,
+                     cache_bytes=cache_bytes(args))
     print(f"spanindex viewer on http://{args.host}:{args.port}/ (index {args.index}); Ctrl-C stops it")
     uvicorn.run(app, host=args.host, port=args.port, log_level="warning")
     return EXIT_OK

@@ -74,16 +74,17 @@ class VerifyResult(TypedDict):
     records: list[dict[str, Any]]
 
 
-def make_server(index_dir: str | Path, *, embedder=None) -> MCPServer:
+def make_server(index_dir: str | Path, *, embedder=None, cache_bytes: int | None = None) -> MCPServer:
     """The MCP server of the index at ``index_dir`` (call ``.run("stdio")`` to serve it).
-    ``embedder``: for an index built with an embedder of your own (see ``index.open``).
+    ``embedder``: for an index built with an embedder of your own; ``cache_bytes``: for an index in a
+    bucket (see ``index.open``).
 
     >>> make_server("build/sample-index").run("stdio")   # doctest: +SKIP
     """
     import index
 
     # The reader follows the builds itself: each tool call reads the live generation, whole.
-    idx = index.open(index_dir, embedder=embedder)
+    idx = index.open(index_dir, embedder=embedder, **({"cache_bytes": cache_bytes} if cache_bytes else {}))
 
     server = MCPServer(name="spanindex", instructions=INSTRUCTIONS)
 

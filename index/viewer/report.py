@@ -61,7 +61,7 @@ def _render_report(index: Index, records: list[ClaimRecord], *, zoom: float, sou
         key = f"p{len(keys)}"
         keys[(page.doc_id, page.page)] = key
         if index.document(page.doc_id).media_type is MediaType.HTML:  # a tile of the browser layout
-            image = render_html_page(index.paths.decoded_source(index.document(page.doc_id).source_sha256),
+            image = render_html_page(index.decoded_source_path(page.doc_id),
                                      page.page, doc_id=page.doc_id)
         elif index.document(page.doc_id).media_type in OFFICE_TYPES:  # a page as LibreOffice rendered it
             image = render_page(index.rendered_path(page.doc_id), page.page, zoom, doc_id=page.doc_id)

@@ -1,4 +1,4 @@
-"""The index in an object store (``s3://bucket/prefix``): read and built as a local copy of it.
+"""The index in an object store (``s3://bucket/prefix``): built (and checked) as a local copy of it.
 
 Every file of an index but CURRENT (and LOCK) is written once and never changed, so a local copy
 of a bucket's index (a cache folder) is brought up to the bucket's live generation by fetching the
@@ -11,9 +11,10 @@ two builds that started from one CURRENT, one publishes and the other is refused
 (``PublishRaceError``) with nothing of it live. After publishing, the objects that no kept
 generation references (retired generations, a failed build's debris) are removed.
 
-This slice moves whole files: a reader's first open fetches the live generation whole, a later
-open only what changed. Requests go through the store's fsspec driver (``ingest.corpus.store``:
-its credentials chain, retries and error lines).
+A reader (``LocalCopy(lazy=True)``) keeps a folder of its own in the copy's: the live generation's
+manifest and deletions, fetched without a listing; ``ingest.store.ranged`` fetches the rest as it
+is read. Requests go through the store's fsspec driver (``ingest.corpus.store``: its credentials
+chain, retries and error lines).
 
 Known gap: a text or source that only a retiring generation references is removed after a publish;
 a build that listed the bucket in the seconds between that publish and the removal, and whose new
@@ -27,6 +28,7 @@ import hashlib
 import os
 import shutil
 import time
+import uuid
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -36,7 +38,8 @@ from ingest.store.previous import PublishedGeneration
 from ingest.store.publish import publish
 from ingest.store.retention import remove_unreferenced_segments
 from schemas.errors import CorpusError, IndexFormatError, IndexWriteError, PublishRaceError, SpanindexError
-from schemas.layout import CURRENT, DELETED_FILE, LOCK, MANIFEST, IndexPaths, read_current, version_hex
+from ingest.store.ranged import CACHE_FOLDER, DEFAULT_CACHE_BYTES, BucketFiles
+from schemas.layout import CURRENT, DELETED_FILE, LOCAL_FILES, LOCK, MANIFEST, IndexPaths, read_current, version_hex
 from schemas.manifest import ann_params, read_manifest
 
 # Requests in flight at once while objects are fetched, uploaded or removed.
@@ -47,6 +50,7 @@ PART_BYTES = 16 << 20
 # Objects a build writes: generations/, segments/ and ann/ are named by the generation that wrote them,
 # so a second build writing the same name lost a race; texts/ and sources/ are named by their contents.
 CONTENT_ADDRESSED = ("texts", "sources")
+READER_FOLDER = "reader"  # a reader's folder in the local copy: its generation's manifest and deletions, its cache
 
 
 def default_cache(url: str) -> Path:
@@ -147,6 +151,61 @@ class IndexBucket:
         publish(self.paths, state.live)
         return state
 
+    def bring_up_live_generation(self, unless_etag: str | None = None) -> BucketState:
+        """A reader's: CURRENT, then the live generation's manifest and deletions where the copy lacks
+        them, and nothing else (``ingest.store.ranged`` fetches the rest as it is read); no listing."""
+        try:
+            live, etag = self._run(self._read_current())
+            if live is None:  # no CURRENT: is there a bucket? (FileNotFoundError where there is none)
+                self._run(self.fs._call_s3("list_objects_v2", Bucket=self.bucket, Prefix=self._key(""), MaxKeys=1))
+        except Exception as exc:  # noqa: BLE001
+            raise self._failure(exc, "reading") from None
+        state = BucketState(live, etag)
+        if live is None or (unless_etag is not None and etag == unless_etag):
+            return state
+        self.paths.root.mkdir(parents=True, exist_ok=True)
+        trusted = read_current(self.paths) or ""
+        if live < trusted:  # generations numbered anew: the index was built again from nothing, under the same names
+            for folder in ("generations", CACHE_FOLDER):
+                shutil.rmtree(self.paths.root / folder, ignore_errors=True)
+        keys = [f"generations/{live}/{name}" for name in (MANIFEST, DELETED_FILE)]
+        try:
+            self._run(_all(self._fetch_one(key) for key in keys if live > trusted or not (self.paths.root / key).is_file()))
+        except FileNotFoundError:
+            raise self._error(f"{self.url}: CURRENT names generation {live}, which the bucket does not hold") from None
+        except Exception as exc:  # noqa: BLE001
+            raise self._failure(exc, "reading") from None
+        publish(self.paths, live)
+        return state
+
+    # -- a reader's reads of single objects (``ingest.store.ranged``): FileNotFoundError where there is none
+
+    def download(self, key: str, path: Path) -> None:
+        """The object ``key`` into ``path``, whole or not at all."""
+        self._reading(key, self._fetch_one(key, path))
+
+    def get_range(self, key: str, start: int, end: int) -> bytes:
+        """Bytes ``start`` to ``end`` (exclusive) of the object."""
+        return self._reading(key, self._get(key, f"bytes={start}-{end - 1}"))[0]
+
+    def get_tail(self, key: str, count: int) -> tuple[bytes, int]:
+        """The object's last ``count`` bytes (all of it, if smaller) and its size, in one request."""
+        data, content_range = self._reading(key, self._get(key, f"bytes=-{count}"))
+        return data, int(content_range.rsplit("/", 1)[1]) if content_range else len(data)
+
+    async def _get(self, key: str, byte_range: str) -> tuple[bytes, str | None]:
+        response = await self.fs._call_s3("get_object", Bucket=self.bucket, Key=self._key(key), Range=byte_range)
+        async with response["Body"] as body:
+            return await body.read(), response.get("ContentRange")
+
+    def _reading(self, key: str, coroutine):
+        try:
+            return self._run(coroutine)
+        except FileNotFoundError:
+            raise
+        except Exception as exc:  # noqa: BLE001 — each driver raises its own types
+            raise self._error(f"{self.url}/{key}: {store_failure(exc, 'reading')}") from None
+
     def _fetch(self, state: BucketState, wanted: Callable[[str], bool]) -> None:
         missing = [(key, size) for key, size in state.objects.items()
                    if wanted(key) and not self._has(key, size)]
@@ -167,10 +226,11 @@ class IndexBucket:
         written_by = _generation_of(key)
         return written_by is None or written_by <= self._trusted_up_to or key in self._fetched
 
-    async def _fetch_one(self, key: str) -> None:
-        local = self.paths.root / key
+    async def _fetch_one(self, key: str, local: Path | None = None) -> None:
+        local = local or self.paths.root / key
         local.parent.mkdir(parents=True, exist_ok=True)
-        partial = local.with_name(f".{local.name}.tmp-{os.getpid()}")  # never taken for the file by its size
+        # never taken for the file by its size; one of its own for each fetch (readers' threads fetch at once)
+        partial = local.with_name(f".{local.name}.tmp-{os.getpid()}-{uuid.uuid4().hex[:8]}")
         try:
             await self.fs._get_file(f"{self.bucket}/{self._key(key)}", str(partial))
             os.replace(partial, local)
@@ -355,18 +415,30 @@ def references(paths: IndexPaths, names: list[str], files_of: list[str] | None =
 class LocalCopy:
     """A reader's local copy of the index at ``url``, brought up to the bucket's live generation when
     made and on each ``follow`` (at most once every ``FOLLOW_EVERY_S`` seconds: one GET of CURRENT
-    while nothing changed)."""
+    while nothing changed). ``lazy``: the copy holds the generation's manifest and deletions, and
+    ``files`` fetches the rest as it is read, keeping at most ``cache_bytes`` of it (a reader's);
+    otherwise every file of the generation is fetched first (fsck, compaction, SQL over the tables)."""
 
     FOLLOW_EVERY_S = 5.0
 
-    def __init__(self, url: str, cache: str | Path | None = None) -> None:
-        self.bucket = IndexBucket(url, cache)
-        state = self.bucket.bring_up_to_date()
+    def __init__(self, url: str, cache: str | Path | None = None, *, lazy: bool = False,
+                 cache_bytes: int = DEFAULT_CACHE_BYTES) -> None:
+        # A reader's folder of its own inside the copy's: its CURRENT says nothing of which files a whole
+        # copy holds (a build or fsck trusts the files of generations up to the copy's CURRENT).
+        self.bucket = IndexBucket(url, Path(cache or default_cache(url)) / READER_FOLDER if lazy else cache)
+        self.lazy = lazy
+        state = self._bring_up_to_date(None)
         if state.live is None:
             raise IndexFormatError(f"{self.bucket.url}: no index here (no CURRENT in the bucket)")
         self.root = self.bucket.paths.root
+        self.files = BucketFiles(self.bucket, cache_bytes) if lazy else LOCAL_FILES
         self._etag = state.etag
         self._checked = time.monotonic()
+
+    def _bring_up_to_date(self, unless_etag: str | None) -> BucketState:
+        if self.lazy:
+            return self.bucket.bring_up_live_generation(unless_etag=unless_etag)
+        return self.bucket.bring_up_to_date(unless_etag=unless_etag)
 
     def follow(self) -> None:
         """Bring the copy up to the bucket's live generation if one was published since. A store that
@@ -375,7 +447,7 @@ class LocalCopy:
             return
         self._checked = time.monotonic()
         try:
-            state = self.bucket.bring_up_to_date(unless_etag=self._etag)
+            state = self._bring_up_to_date(self._etag)
         except SpanindexError:
             return
         if state.live is not None:

@@ -35,7 +35,9 @@ from schemas.tables import SCHEMAS, documents_table, with_metadata
 # while reading the chunk texts back for the lexical index. Sized to a few MB each (a pdf_chars
 # row, a run of characters with their boxes, is ~230 bytes in Arrow; a chunk ~0.9 KB): with 65,536
 # and 4,096 rows, a 10x corpus's build peaked 38 MB above a 1x one's, which never filled one.
-ROW_GROUP_ROWS = {"chunks": 1024, "pdf_chars": 16384, "pdf_pages": 65536, "html_map": 16384, "hidden_text": 65536,
+# They are also what a citation reads of each table: a pdf_chars group of 4,096 runs is ~0.3 MB on
+# disk (16,384 were ~1.1 MB: what a reader of an index in a bucket fetched to cite one page).
+ROW_GROUP_ROWS = {"chunks": 1024, "pdf_chars": 4096, "pdf_pages": 65536, "html_map": 16384, "hidden_text": 65536,
                   "html_boxes": 16384, "office_map": 16384, "office_pages": 65536, "office_cells": 65536,
                   "office_boxes": 16384, "office_render_pages": 65536, "office_shapes": 65536}
 

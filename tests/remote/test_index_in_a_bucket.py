@@ -7,6 +7,7 @@ counted at the server."""
 
 from __future__ import annotations
 
+import collections
 import shutil
 import threading
 
@@ -15,6 +16,9 @@ import pytest
 import index
 from index.citations.verify import resolve
 from index.fsck import fsck
+from index.reader import local_index
+import ingest.store.ranged as ranged
+from ingest.store.write import ROW_GROUP_ROWS
 from ingest.build import BuildSettings, build_index
 from ingest.store.bucket import IndexBucket, references
 from schemas.errors import IndexFormatError, IndexWriteError, PublishRaceError
@@ -60,28 +64,35 @@ def test_an_index_built_into_a_bucket_searches_and_resolves_as_the_same_index_in
     _build(SAMPLE_CORPUS, tmp_path / "local")
     assert _current(bucket) == report.generation == read_current(IndexPaths(tmp_path / "build-cache"))
 
+    # a whole copy (what fsck, compaction and SQL read): the same generation, each file fetched once
     before = len(bucket.log.requests)
-    from_bucket = index.open(INDEX, embedder=HashingEmbedder(), cache=tmp_path / "reader")
+    copy = local_index(INDEX, cache=tmp_path / "copy")
     fetched = [r for r in bucket.log.requests[before:] if r.method == "GET"]
-    assert_same_generation(tmp_path / "reader", tmp_path / "local", atol=0)
-    # the reader fetched exactly the files the live generation reads, each once
-    wanted = references(IndexPaths(tmp_path / "reader"), [report.generation])
+    assert_same_generation(copy, tmp_path / "local", atol=0)
+    wanted = references(IndexPaths(copy), [report.generation])
     assert sorted(r.path.removeprefix("/index-bucket/idx/") for r in fetched if "list-type" not in r.query) == \
         sorted(["CURRENT", *(k for k in _keys(bucket) if wanted(k))])
 
+    # a reader: CURRENT, the live generation's manifest and deletions, no listing; then what it reads
+    before = len(bucket.log.requests)
+    from_bucket = index.open(INDEX, embedder=HashingEmbedder(), cache=tmp_path / "reader")
+    assert sorted(r.path.removeprefix("/index-bucket/idx/") for r in bucket.log.requests[before:]) == \
+        ["CURRENT", f"generations/{report.generation}/deleted.parquet", f"generations/{report.generation}/manifest.json"]
     local = index.open(tmp_path / "local", embedder=HashingEmbedder())
     for query in QUERIES:
-        assert [(h.chunk_id, h.score) for h in from_bucket.search(query, k=5)] == \
-            [(h.chunk_id, h.score) for h in local.search(query, k=5)]
-    quote = "usage above the allowance is billed"
-    chunk = chunk_with(local, "pricing/rate-card.pdf", quote)
-    assert resolve(from_bucket, chunk, quote) == resolve(local, chunk, quote)
+        for mode in ("dense", "lexical", "hybrid"):
+            assert [(h.chunk_id, h.score, h.text) for h in from_bucket.search(query, k=5, mode=mode)] == \
+                [(h.chunk_id, h.score, h.text) for h in local.search(query, k=5, mode=mode)]
+    for doc_id, quote in [("pricing/rate-card.pdf", "usage above the allowance is billed"),
+                          ("docs/getting-started.md", "Getting started")]:
+        chunk = chunk_with(local, doc_id, quote)
+        assert resolve(from_bucket, chunk, quote) == resolve(local, chunk, quote)
+    assert from_bucket.documents() == local.documents()
     assert fsck(INDEX) == []
 
     before = len(bucket.log.requests)
     index.open(INDEX, embedder=HashingEmbedder(), cache=tmp_path / "reader")  # a second open: nothing changed
-    assert [r for r in bucket.log.requests[before:] if r.method == "GET" and "list-type" not in r.query] == \
-        [r for r in bucket.log.requests[before:] if r.path.endswith("/CURRENT")]
+    assert [r.path for r in bucket.log.requests[before:]] == ["/index-bucket/idx/CURRENT"]
 
 
 def test_a_rebuild_uploads_only_its_new_objects_and_removes_what_no_kept_generation_reads(bucket, tmp_path):
@@ -266,18 +277,22 @@ def test_the_cli_builds_into_a_bucket_and_searches_resolves_and_checks_from_it(b
 
 def test_a_file_of_a_generation_the_copy_never_published_is_fetched_again_though_its_size_matches(bucket, tmp_path):
     """A build killed in the copy (or one that lost a race) leaves files under a generation's name; the
-    bucket's generation of that name is another build's. Same name and size is no proof there."""
+    bucket's generation of that name is another build's. Same name and size is no proof there; nor is
+    a reader's open of the same folder (it fetches no segment file into the copy)."""
     corpus = shutil.copytree(SAMPLE_CORPUS / "docs", tmp_path / "corpus")
     _build(corpus, INDEX, tmp_path / "writer")
-    index.open(INDEX, embedder=HashingEmbedder(), cache=tmp_path / "reader")  # the reader's copy: generation 1
+    local_index(INDEX, cache=tmp_path / "copy")  # the whole copy: generation 1
     (corpus / "getting-started.md").write_text("# Getting started\n\nA new first step.\n")
     second = _build(corpus, INDEX, tmp_path / "writer")
-    debris = IndexPaths(tmp_path / "reader").segment(second.generation) / "segment.json"
+    debris = IndexPaths(tmp_path / "copy").segment(second.generation) / "segment.json"
     published = IndexPaths(tmp_path / "writer").segment(second.generation) / "segment.json"
     debris.parent.mkdir(parents=True)
     debris.write_bytes(b"x" * published.stat().st_size)
-    index.open(INDEX, embedder=HashingEmbedder(), cache=tmp_path / "reader")
-    assert debris.read_bytes() == published.read_bytes() and fsck(tmp_path / "reader") == []
+    reader = index.open(INDEX, embedder=HashingEmbedder(), cache=tmp_path / "copy")
+    assert "A new first step." in reader.doc_text(reader.document("getting-started.md").doc_version)
+    assert read_current(IndexPaths(tmp_path / "copy")) != second.generation  # the reader's CURRENT is its own
+    local_index(INDEX, cache=tmp_path / "copy")
+    assert debris.read_bytes() == published.read_bytes() and fsck(tmp_path / "copy") == []
 
 
 def test_the_viewer_serves_an_index_in_a_bucket_and_its_sources_from_the_local_copy(bucket, tmp_path):
@@ -364,10 +379,14 @@ def test_a_reader_of_a_bucket_follows_its_new_generations_with_one_request_while
     with idx.request():
         assert idx.generation.name == second.generation
         assert "A brand new first step." in idx.doc_text(idx.document("getting-started.md").doc_version)
-    bucket.log.failing = "all"  # the store fails: the copy's generation keeps serving
+        hits = idx.search("first step", k=1)
+    bucket.log.failing = "all"  # the store fails: the generation keeps serving what its reader has fetched
     try:
         with idx.request():
-            assert idx.generation.name == second.generation and idx.search("first step", k=1)
+            assert idx.generation.name == second.generation and idx.search("first step", k=1) == hits
+            with pytest.raises(IndexFormatError) as raised:  # and says so of what it has not
+                idx.pdf_pages("getting-started.md")  # a table not read yet
+            assert str(raised.value).startswith(f"{INDEX}/segments/") and "\n" not in str(raised.value)
     finally:
         bucket.log.failing = ""
 
@@ -383,7 +402,7 @@ def test_files_over_the_part_size_are_uploaded_in_parts_and_read_back_whole(buck
     _build(SAMPLE_CORPUS, tmp_path / "local")
     parts = [r for r in bucket.log.requests if r.method == "PUT" and "partNumber=2" in r.query]
     assert parts, "some file was uploaded in more than one part"
-    index.open(INDEX, embedder=HashingEmbedder(), cache=tmp_path / "reader")
+    local_index(INDEX, cache=tmp_path / "reader")
     assert_same_generation(tmp_path / "reader", tmp_path / "local", atol=0)
     local = IndexPaths(tmp_path / "cache")
     big = [p for p in local.root.rglob("*") if p.is_file() and p.stat().st_size > 64 * 1024]
@@ -423,3 +442,108 @@ def test_the_build_that_loses_the_race_exits_5_with_one_line_as_an_index_that_ca
         f"spanindex: {INDEX}: another build published first (this one started from generation 000002); "
         f"generation {winner.generation} was not published"]
     assert _current(bucket) == winner.generation and fsck(INDEX) == []
+
+
+def _cold_resolve(s3, url: str, cache, local, doc_id: str, quote: str, **open_options):
+    """A new reader's citation of ``quote`` in ``doc_id``: it (equal to the folder's) and the requests it made."""
+    chunk = chunk_with(local, doc_id, quote)
+    before = len(s3.log.requests)
+    reader = index.open(url, embedder=HashingEmbedder(), cache=cache, **open_options)
+    citation = resolve(reader, chunk, quote)
+    assert citation == resolve(local, chunk, quote) and citation.status == "exact"
+    return reader, s3.log.requests[before:]
+
+
+def test_a_readers_cold_citation_fetches_byte_ranges_of_its_documents_rows_whatever_the_corpus_size(
+        bucket, tmp_path, monkeypatch):
+    """Blocks of 8 KiB and row groups of 128 character runs: the sample index's tables span many blocks
+    and row groups, as a large corpus's do at 128 KiB and 4,096."""
+    monkeypatch.setattr(ranged, "BLOCK", 8 << 10)
+    monkeypatch.setitem(ROW_GROUP_ROWS, "pdf_chars", 128)
+    quote = "usage above the allowance is billed"
+    fetched = {}
+    for copies in (1, 6):
+        corpus = tmp_path / f"corpus-{copies}"
+        for n in range(copies):
+            shutil.copytree(SAMPLE_CORPUS, corpus / f"copy-{n}")
+        url = f"{INDEX}-{copies}"
+        _build(corpus, url, tmp_path / f"build-{copies}")
+        local = index.open(tmp_path / f"build-{copies}", embedder=HashingEmbedder())
+        reader, requests = _cold_resolve(bucket, url, tmp_path / f"reader-{copies}", local, "copy-0/pricing/rate-card.pdf",
+                                         quote)
+        keys = [r.path.removeprefix(f"/index-bucket/idx-{copies}/") for r in requests]
+        assert {r.method for r in requests} == {"GET"} and not [r for r in requests if "list-type" in r.query]
+        # no file a search reads whole: vectors, FAISS shards, postings, hits files
+        assert not [k for k in keys if k.endswith((".f32", ".faiss", ".arrow")) or "lexical" in k], keys
+        assert reader.generation.whole_tables == ()
+        fetched[copies] = (len(requests), sum(r.bytes_sent for r in requests))
+        index_bytes = sum(p.stat().st_size for p in (tmp_path / f"build-{copies}").rglob("*") if p.is_file())
+        assert fetched[copies][1] < index_bytes / (3 if copies == 1 else 12)
+        # the same citation again, by a new reader on the same cache: no request but CURRENT
+        before = len(bucket.log.requests)
+        _cold_resolve(bucket, url, tmp_path / f"reader-{copies}", local, "copy-0/pricing/rate-card.pdf", quote)
+        assert [r.path for r in bucket.log.requests[before:]] == [f"/index-bucket/idx-{copies}/CURRENT"]
+    (requests_1, bytes_1), (requests_6, bytes_6) = fetched[1], fetched[6]
+    assert requests_6 <= requests_1 + 2 and bytes_6 <= 1.5 * bytes_1, fetched
+
+
+def test_a_readers_cache_keeps_to_its_size_least_recently_used_out_first(bucket, tmp_path, monkeypatch):
+    monkeypatch.setattr(ranged, "BLOCK", 8 << 10)
+    _build(SAMPLE_CORPUS, INDEX, tmp_path / "build")
+    local = index.open(tmp_path / "build", embedder=HashingEmbedder())
+    limit = 96 << 10
+    cited = [("pricing/rate-card.pdf", "usage above the allowance is billed"),
+             ("docs/getting-started.md", "Getting started")]
+    for doc_id, quote in cited * 2:  # each citation evicts the other's blocks: fetched again, answers the same
+        reader, requests = _cold_resolve(bucket, INDEX, tmp_path / "reader", local, doc_id, quote, cache_bytes=limit)
+        assert len(requests) > 1
+        held = [p for p in (tmp_path / "reader" / "reader" / "cache").rglob("*") if p.is_file()]
+        assert sum(p.stat().st_size for p in held) <= limit
+    for query in QUERIES:  # a search's whole files: each larger than the cache, kept alone while used
+        assert [h.chunk_id for h in reader.search(query, k=3, mode="dense")] == \
+            [h.chunk_id for h in local.search(query, k=3, mode="dense")]
+    assert reader.paths.files.cache.total_bytes <= max(limit, max(
+        p.stat().st_size for p in (tmp_path / "reader" / "reader" / "cache").rglob("*") if p.is_file()))
+
+    # a large cache keeps both documents' rows: their citations again cost CURRENT alone
+    for doc_id, quote in cited:
+        _cold_resolve(bucket, INDEX, tmp_path / "roomy", local, doc_id, quote)
+    before = len(bucket.log.requests)
+    for doc_id, quote in cited:
+        _cold_resolve(bucket, INDEX, tmp_path / "roomy", local, doc_id, quote)
+    assert [r.path for r in bucket.log.requests[before:]] == ["/index-bucket/idx/CURRENT"] * 2
+
+
+def test_a_cold_citation_in_an_index_of_several_segments_fetches_each_object_it_reads_once(bucket, tmp_path):
+    corpus = shutil.copytree(SAMPLE_CORPUS, tmp_path / "corpus")
+    _build(corpus, INDEX, tmp_path / "writer")
+    (corpus / "docs" / "getting-started.md").write_text("# Getting started\n\nA new first step.\n")
+    _build(corpus, INDEX, tmp_path / "writer")
+    local = index.open(tmp_path / "writer", embedder=HashingEmbedder())
+    reader, requests = _cold_resolve(bucket, INDEX, tmp_path / "reader", local, "pricing/rate-card.pdf",
+                                     "usage above the allowance is billed")
+    fetched = collections.Counter(r.path.removeprefix("/index-bucket/idx/") for r in requests)
+    segments = [ref.name for ref in reader.manifest.segments]
+    assert len(segments) == 2 and set(fetched.values()) == {1}, fetched
+    # the documents' footers of both segments (fetched together), the rest from the one that holds it
+    assert {k for k in fetched if k.endswith("/documents.parquet")} == {f"segments/{s}/documents.parquet" for s in segments}
+    assert {k.split("/")[1] for k in fetched if k.startswith("segments/") and not k.endswith("/documents.parquet")} \
+        == {reader.generation.live.segment_of("pricing/rate-card.pdf").name}
+
+
+def test_a_reader_whose_bucket_was_built_again_from_nothing_drops_what_it_cached_of_the_old_index(bucket, tmp_path):
+    corpus = shutil.copytree(SAMPLE_CORPUS / "docs", tmp_path / "corpus")
+    _build(corpus, INDEX, tmp_path / "old")
+    (corpus / "getting-started.md").write_text("# Getting started\n\nA first step.\n")
+    _build(corpus, INDEX, tmp_path / "old")
+    old = index.open(INDEX, embedder=HashingEmbedder(), cache=tmp_path / "reader")
+    assert old.search("first step", k=1, mode="lexical") and old.generation.name == "000002"
+    keys = [o["Key"] for o in bucket.client().list_objects_v2(Bucket="index-bucket", Prefix="idx/")["Contents"]]
+    bucket.client().delete_objects(Bucket="index-bucket", Delete={"Objects": [{"Key": k} for k in keys]})
+    (corpus / "getting-started.md").write_text("# Getting started\n\nAn index built anew.\n")
+    _build(corpus, INDEX, tmp_path / "new")  # generation 000001 again, other files under its names
+    new = index.open(INDEX, embedder=HashingEmbedder(), cache=tmp_path / "reader")
+    assert new.generation.name == "000001"
+    assert "An index built anew." in new.doc_text(new.document("getting-started.md").doc_version)
+    assert [h.chunk_id for h in new.search("built anew", k=1, mode="lexical")] == \
+        [h.chunk_id for h in index.open(tmp_path / "new", embedder=HashingEmbedder()).search("built anew", k=1, mode="lexical")]

@@ -52,16 +52,18 @@ def create_app(
     max_body_bytes: int = MAX_BODY_BYTES,
     allowed_hosts: list[str] | None = None,
     embedder: Embedder | None = None,
+    cache_bytes: int | None = None,
 ) -> FastAPI:
     """The viewer over the live generation of ``index_dir``.
 
     ``allowed_hosts`` defaults to loopback names: a page elsewhere that rebinds its
     DNS name to 127.0.0.1 must not read the index through the browser. ``embedder``: for an
-    index built with an embedder the manifest cannot name (see ``index.open``).
+    index built with an embedder the manifest cannot name; ``cache_bytes``: for an index in a bucket
+    (see ``index.open``).
 
     >>> app = create_app("build/sample-index")   # doctest: +SKIP
     """
-    server = ServerState(index_dir, zoom=zoom, embedder=embedder)
+    server = ServerState(index_dir, zoom=zoom, embedder=embedder, cache_bytes=cache_bytes)
     app = FastAPI(
         title="spanindex viewer",
         summary="Search, verify and inspect an offset-preserving chunk index.",
@@ -184,7 +186,7 @@ def create_app(
                 boxes = server.index.html_box_map(doc_id)
                 if boxes is None or not server.views.html_pages or not 1 <= page <= int(boxes.run_pages.max()):
                     raise HTTPException(404, "no such page")
-                image, cached = server.images.get_html(server.index.paths.decoded_source(doc.source_sha256), page,
+                image, cached = server.images.get_html(server.index.decoded_source_path(doc_id), page,
                                                        doc_id=doc_id)
                 renderer = "chromium"
             elif doc is not None and doc.media_type in OFFICE_TYPES:  # a page as LibreOffice rendered it
