@@ -217,6 +217,13 @@ def built(request, sample_index_test_model):
     return index.open(request.getfixturevalue("shared_index"), embedder=HashingEmbedder()), SHARED_CORPUS
 
 
+# Who may read the tests' S3 server (moto takes any): test credentials, and the user's own files and
+# instance metadata out of play. The server's address is each server's own (AWS_ENDPOINT_URL).
+S3_CREDENTIALS = {"AWS_ACCESS_KEY_ID": "spanindex-test-key", "AWS_SECRET_ACCESS_KEY": "spanindex-test-secret-do-not-show",
+                  "AWS_CONFIG_FILE": "/nonexistent/aws-config", "AWS_SHARED_CREDENTIALS_FILE": "/nonexistent/aws-credentials",
+                  "AWS_EC2_METADATA_DISABLED": "true"}
+
+
 @pytest.fixture
 def s3(monkeypatch):
     """moto's S3 server on localhost, the environment pointing at it (tests/s3_server.py); skips

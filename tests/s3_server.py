@@ -26,6 +26,8 @@ pytest.importorskip("moto.server", reason="moto's server is not installed (pip i
 from moto.moto_server.werkzeug_app import DomainDispatcherApplication, MotoRequestHandler, create_backend_app  # noqa: E402
 from werkzeug.serving import make_server  # noqa: E402
 
+from conftest import S3_CREDENTIALS  # noqa: E402
+
 BUCKET = "corpus-bucket"
 
 
@@ -104,11 +106,8 @@ def running_s3_server(monkeypatch) -> Iterator[S3Server]:
         monkeypatch.delenv(variable, raising=False)
     monkeypatch.setenv("AWS_ENDPOINT_URL", endpoint)
     monkeypatch.setenv("AWS_REGION", "us-east-1")
-    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "spanindex-test-key")
-    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "spanindex-test-secret-do-not-show")
-    monkeypatch.setenv("AWS_CONFIG_FILE", "/nonexistent/aws-config")  # the user's own files play no part
-    monkeypatch.setenv("AWS_SHARED_CREDENTIALS_FILE", "/nonexistent/aws-credentials")
-    monkeypatch.setenv("AWS_EC2_METADATA_DISABLED", "true")
+    for name, value in S3_CREDENTIALS.items():
+        monkeypatch.setenv(name, value)
     try:
         yield S3Server(endpoint, log)
     finally:

@@ -13,5 +13,6 @@ __getattr__, __dir__, __all__ = lazy_loader.attach(__name__, submod_attrs={
     "folder": ["CORPUS_METADATA", "SIDECAR_SUFFIX", "CorpusFile", "Discovery", "ListedObject", "NotReadable",
                "SkippedFile", "discover", "is_metadata_file", "read_corpus_file", "read_source_bytes", "safe_doc_id",
                "special_kind", "within"],
-    "store": ["StoreFailure", "is_store_url", "listing", "local_path_of", "scrubbed", "shown", "store_failure", "store_of"],
+    "store": ["StoreFailure", "is_store_url", "listing", "local_path_of", "scrubbed", "shown", "store_failure", "store_location",
+              "store_of"],
 })

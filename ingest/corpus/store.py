@@ -38,6 +38,14 @@ _SCHEME = re.compile(r"^([a-zA-Z][a-zA-Z0-9+.-]*)://")
 DRIVER_PACKAGES = {"s3": "s3fs", "s3a": "s3fs", "gs": "gcsfs", "gcs": "gcsfs", "az": "adlfs", "abfs": "adlfs",
                    "abfss": "adlfs"}
 _CREDENTIAL_VARIABLES = ("AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN", "AWS_ACCESS_KEY_ID")
+# Where a store URL points, as the SDKs read it (not who may read it): a URL must name the same store
+# on every node of a cluster, so a Ray build gives its tasks the driver's. Credentials stay each node's.
+LOCATION_VARIABLES = ("AWS_ENDPOINT_URL", "AWS_ENDPOINT_URL_S3", "AWS_REGION", "AWS_DEFAULT_REGION")
+
+
+def store_location() -> dict[str, str]:
+    """The environment that says where store URLs point, as set here."""
+    return {name: os.environ[name] for name in LOCATION_VARIABLES if os.environ.get(name)}
 _EPOCH = datetime.datetime(1970, 1, 1, tzinfo=datetime.timezone.utc)
 
 

@@ -1,12 +1,12 @@
 """Run a build on a Ray cluster: parsing and chunking as Ray tasks, embedding in Ray actors,
 segments written by Ray actors.
 
-The driver (the process that runs the build) reads each file (or object of a store) and ships its
-bytes to a task through Ray's object store, at most ``in_flight`` files ahead
-of the one it is waiting for, and takes the results in file order. A task runs
-the same ``ingest.run.worker`` code as a local worker process and returns two
-objects: a summary (the document's record), which the driver takes, and the
-rows, which the driver passes by reference to a segment writer actor
+The driver (the process that runs the build) reads each file and ships its bytes to a task through
+Ray's object store (an object of a store the task reads itself, on its node), at most
+``in_flight`` files ahead of the one it is waiting for, and takes the results in file order. A task
+runs the same ``ingest.run.worker`` code as a local worker process and returns three objects: a
+summary (the document's record), which the driver takes; the bytes it read, if it read them; and
+the rows, which the driver passes by reference, with the bytes, to a segment writer actor
 (``ingest.run.ray_segments``) that stores the text and source, embeds the chunks
 and writes the segment. The driver only routes, counts and commits: it holds no
 table, however large the corpus. Workers need neither the corpus nor the index
@@ -41,6 +41,7 @@ from pathlib import Path
 
 import numpy as np
 
+from ingest.corpus import store_location
 from ingest.embed import Embedder, ModelInfo
 from ingest.run.ray_nodes import EmbedActor, StartBoard, node_expectations, parse_remote
 from ingest.run.segment_sink import SegmentSink, SegmentTarget
@@ -97,6 +98,7 @@ class RayExecutor:
         self._owns_ray = False
         self._board = None
         self._parse = None
+        self._parse_here = None  # the task with the environment of this build's store
         self._actors: list = []
         self._keys = itertools.count()
         self._signed_out: list[int] = []
@@ -132,7 +134,7 @@ class RayExecutor:
         cpus = int(ray.cluster_resources().get("CPU", 1))
         self.in_flight = self.settings.in_flight or max(2, 2 * cpus)
         self._board = ray.remote(num_cpus=0)(StartBoard).remote()
-        self._parse = ray.remote(num_cpus=1, max_retries=0, num_returns=2)(parse_remote)
+        self._parse = ray.remote(num_cpus=1, max_retries=0, num_returns=3)(parse_remote)
 
     def close(self) -> None:
         ray, self._ray = self._ray, None
@@ -172,6 +174,8 @@ class RayExecutor:
         ray, work = self._require(), self.work
         expected = node_expectations(settings.model)
         shipped = ray.put(dataclasses.replace(settings, index_root=None))
+        # Tasks read a store's objects themselves: the driver's idea of where its URLs point goes with them.
+        self._parse_here = self._parse.options(runtime_env={"env_vars": store_location()}) if store_location() else self._parse
         window: collections.deque[_Flight] = collections.deque()
         pending = iter(jobs)
         try:
@@ -194,6 +198,10 @@ class RayExecutor:
 
     def _submit(self, job, shipped, settings: WorkerSettings, expected, work) -> _Flight:
         job = dataclasses.replace(job, read_mtime_ns=read_mtime(job))  # before reading: a write after shows
+        if job.url:  # an object in a store: its task reads it (the corpus never passes through the driver)
+            flight = _Flight(job, call=(shipped, expected, work))
+            self._launch(flight)
+            return flight
         source = read_source(job, settings)
         if isinstance(source, DocResult):  # too large, unreadable, or unchanged: no task needed
             return _Flight(job, result=source)
@@ -206,8 +214,8 @@ class RayExecutor:
         flight.keys.append(flight.key)
         flight.submitted_at, flight.started_at = time.time(), None
         shipped, expected, work = flight.call
-        flight.task, flight.rows = self._parse.remote(self._board, flight.key, flight.job, flight.source, shipped,
-                                                      expected, work)
+        flight.task, flight.rows, flight.read = self._parse_here.remote(self._board, flight.key, flight.job,
+                                                                        flight.source, shipped, expected, work)
 
     def fetch(self, result: DocResult, index_root: Path | None = None) -> DocResult:
         """A result of ``process`` with its rows, its files stored under ``index_root`` where given."""
@@ -241,7 +249,8 @@ class RayExecutor:
                 return self._stop(flight, timeout_s)
             try:
                 summary = ray.get(flight.task)
-                summary.remote = RemoteRows(flight.rows, flight.source)  # its rows, on the cluster
+                # its rows and bytes, on the cluster (the bytes the task read, for an object in a store)
+                summary.remote = RemoteRows(flight.rows, flight.read if flight.source is None else flight.source)
                 return summary
             except _crash_errors(ray):
                 if flight.attempts > self.settings.crash_retries:
@@ -330,6 +339,7 @@ class _Flight:
     call: tuple = ()
     task: object = None  # the ObjectRef of the task's DocResult (its summary)
     rows: object = None  # the ObjectRef of the task's DocRows
+    read: object = None  # the ObjectRef of the bytes the task read (an object in a store), or of None
     key: int = -1  # the task's entry on the start board
     keys: list[int] = dataclasses.field(default_factory=list)  # every attempt's
     submitted_at: float = 0.0

@@ -21,7 +21,7 @@ from pathlib import Path
 import numpy as np
 
 from ingest.embed import DEFAULT_MODEL_ID, Embedder, ModelInfo, resolve_model
-from ingest.run.worker import DocResult, DocRows, FileJob, WorkerSettings, init_worker, split_rows
+from ingest.run.worker import DocResult, DocRows, FileJob, WorkerSettings, init_worker, read_source, split_rows
 from schemas.embedding import Device, EmbedBackend
 from schemas.errors import ClusterError
 
@@ -58,17 +58,24 @@ class StartBoard:
 _prepared: tuple | None = None
 
 
-def parse_remote(board, key: int, job: FileJob, source: bytes, settings: WorkerSettings,
-                  expected: NodeExpectations, work) -> tuple[DocResult, DocRows]:
-    """A file's result in two objects: its summary, for the driver, and its rows, for a segment
-    writer on the cluster (the driver passes their reference on and never fetches them)."""
+def parse_remote(board, key: int, job: FileJob, source: bytes | None, settings: WorkerSettings,
+                  expected: NodeExpectations, work) -> tuple[DocResult, DocRows, bytes | None]:
+    """A file's result in three objects: its summary, for the driver; its rows, for a segment writer
+    on the cluster (the driver passes their reference on and never fetches them); and, for an object
+    in a store (``source`` None: read here, through the node's own credentials), its bytes, for the
+    writer that stores them."""
     global _prepared
     if _prepared != (settings, expected):
         model = node_model(settings.model, expected)
         init_worker(dataclasses.replace(settings, model=model))
         _prepared = (settings, expected)
     board.started.remote(key, time.time())  # --doc-timeout times the file, not the worker's set-up
-    return split_rows(work(job, source))
+    read = None
+    if source is None:
+        read = read_source(job, settings)
+        if isinstance(read, DocResult):  # unreadable, too large, or its bytes unchanged
+            return (*split_rows(read), None)
+    return (*split_rows(work(job, read if source is None else source)), read)
 
 
 class EmbedActor:

@@ -27,7 +27,7 @@ from schemas.errors import ClusterError
 from schemas.records import ChunkerSettings, DocStatus, MediaType
 
 import doubles
-from conftest import SAMPLE_CORPUS, SHARED_CORPUS, needs_shared_corpus
+from conftest import S3_CREDENTIALS, SAMPLE_CORPUS, SHARED_CORPUS, needs_shared_corpus
 from doubles import HashingEmbedder
 from doubles import process_source_failing_on_marked_files as failing
 from ray_processes import EXIT_WAIT_S, ray_processes, wait_for_no_strays, wait_until_none
@@ -42,7 +42,14 @@ def ray_executor():
     # Ray pickles functions by reference, and tests/ is not importable on Ray's workers.
     ray.cloudpickle.register_pickle_by_value(doubles)
     before = {p.pid for p in ray_processes()}
-    with RayExecutor(RaySettings(num_cpus=2)) as running:
+    with pytest.MonkeyPatch.context() as environment:
+        # the nodes' own credentials for the tests' S3 server, as a node's instance role would be (a build
+        # gives its tasks where the store is, never who may read it)
+        for name, value in S3_CREDENTIALS.items():
+            environment.setenv(name, value)
+        running = RayExecutor(RaySettings(num_cpus=2))
+        running.start()
+    with running:
         started = {p.info["name"] for p in ray_processes() if p.pid not in before}
         assert {"raylet", "gcs_server"} <= started, f"the stray check would see nothing: {started}"
         yield running
@@ -122,9 +129,18 @@ def test_writer_actors_write_a_segment_per_run_of_files_and_the_build_is_the_loc
 
 
 def test_a_ray_build_reads_a_bucket_as_a_local_build_reads_the_folder(ray_executor, s3, tmp_path):
-    """The driver lists the prefix and reads each object through the store's driver; the rows are the folder's."""
+    """The driver lists the prefix; each task reads its object through the store's driver, on its node
+    (the driver reads none); the rows are the folder's."""
+    import ingest.run.worker
+
     url = s3.upload(SAMPLE_CORPUS, "corpus")
-    first = build_index(url, tmp_path / "idx", BuildSettings(), embedder=HashingEmbedder(), executor=ray_executor)
+
+    def not_in_the_driver(*args, **kwargs):
+        raise AssertionError("the driver read an object of the corpus")
+
+    with pytest.MonkeyPatch.context() as driver:
+        driver.setattr(ingest.run.worker, "read_source_bytes", not_in_the_driver)  # this process only
+        first = build_index(url, tmp_path / "idx", BuildSettings(), embedder=HashingEmbedder(), executor=ray_executor)
     build_index(SAMPLE_CORPUS, tmp_path / "local", BuildSettings(workers=1), embedder=HashingEmbedder())
     assert_same_generation(tmp_path / "idx", tmp_path / "local", atol=0,
                            documents_except=("source_url", "source_mtime_ns", "source_etag"))
