@@ -10,6 +10,7 @@ from __future__ import annotations
 import collections
 import shutil
 import threading
+from pathlib import Path
 
 import pytest
 
@@ -43,6 +44,15 @@ def bucket(s3, tmp_path, monkeypatch):
 def _build(corpus, index_dir, cache=None, **settings):
     return build_index(corpus, index_dir, BuildSettings(workers=1, **settings), embedder=HashingEmbedder(),
                        index_cache=cache)
+
+
+def _two_generations(tmp_path, cache, step: str) -> tuple[Path, object, object]:
+    """The docs of the sample corpus built into the bucket, then again with its getting-started page
+    replaced by ``step``: (the corpus, the two builds' reports)."""
+    corpus = shutil.copytree(SAMPLE_CORPUS / "docs", tmp_path / "corpus")
+    first = _build(corpus, INDEX, cache)
+    (corpus / "getting-started.md").write_text(f"# Getting started\n\n{step}\n")
+    return corpus, first, _build(corpus, INDEX, cache)
 
 
 def _puts(s3, since: int) -> list[str]:
@@ -319,10 +329,7 @@ def test_live_tables_read_an_index_in_a_bucket(bucket, tmp_path):
 def test_compacting_an_index_in_a_bucket_publishes_one_segment_with_the_same_answers(bucket, tmp_path):
     from ingest.compact import compact_index
 
-    corpus = shutil.copytree(SAMPLE_CORPUS / "docs", tmp_path / "corpus")
-    _build(corpus, INDEX, tmp_path / "cache")
-    (corpus / "getting-started.md").write_text("# Getting started\n\nStep one of a new start.\n")
-    _build(corpus, INDEX, tmp_path / "cache")
+    _two_generations(tmp_path, tmp_path / "cache", "Step one of a new start.")
     reader = index.open(INDEX, embedder=HashingEmbedder(), cache=tmp_path / "reader")
     before = [(h.chunk_id, h.score) for h in reader.search("a new start", k=5)]
     assert len(reader.manifest.segments) > 1
@@ -532,10 +539,7 @@ def test_a_cold_citation_in_an_index_of_several_segments_fetches_each_object_it_
 
 
 def test_a_reader_whose_bucket_was_built_again_from_nothing_drops_what_it_cached_of_the_old_index(bucket, tmp_path):
-    corpus = shutil.copytree(SAMPLE_CORPUS / "docs", tmp_path / "corpus")
-    _build(corpus, INDEX, tmp_path / "old")
-    (corpus / "getting-started.md").write_text("# Getting started\n\nA first step.\n")
-    _build(corpus, INDEX, tmp_path / "old")
+    corpus, _, _ = _two_generations(tmp_path, tmp_path / "old", "A first step.")
     old = index.open(INDEX, embedder=HashingEmbedder(), cache=tmp_path / "reader")
     assert old.search("first step", k=1, mode="lexical") and old.generation.name == "000002"
     keys = [o["Key"] for o in bucket.client().list_objects_v2(Bucket="index-bucket", Prefix="idx/")["Contents"]]
