@@ -10,6 +10,7 @@ class; which documents of a segment are live is the generation's business (its d
 from __future__ import annotations
 
 import bisect
+import itertools
 import threading
 from dataclasses import dataclass
 from pathlib import Path
@@ -47,6 +48,7 @@ class SegmentFiles:
         self._recent: dict[tuple[str, tuple[int, ...]], pa.Table] = {}  # row groups read, least recent first
         self._readers: dict[str, pq.ParquetFile] = {}
         self._hits: pa.Table | None = None
+        self._starts: list[int] | None = None
         self.row_groups_read = 0
         self._lock = threading.Lock()
 
@@ -143,6 +145,25 @@ class SegmentFiles:
                         raise IndexFormatError(f"{where}: {hits.num_rows} chunks, its generation says {self.ref.n_vectors}")
                     self._hits = hits
         return self._hits
+
+    def chunk_rows(self, rows: list[int]) -> pa.Table:
+        """Rows of the chunks table by position (row i holds vector id base + i), in the order asked:
+        sliced from the mapped hits file; in a bucket, until that file is here, from the row groups
+        that hold them (a search fetches its hits' row groups, not the segment's hits file)."""
+        if self._hits is not None or not self._lazy:
+            hits = self.hits()  # slices, not take: Arrow's take joins a mapped table's batches into one copy first
+            return pa.concat_tables([hits.slice(row, 1) for row in rows])
+        starts = self._group_starts()
+        groups = [bisect.bisect_right(starts, row) - 1 for row in rows]
+        read = {group: self._read_groups("chunks", [group]) for group in dict.fromkeys(groups)}
+        return pa.concat_tables([read[group].slice(row - starts[group], 1) for row, group in zip(rows, groups)])
+
+    def _group_starts(self) -> list[int]:
+        """The first row of each row group of the chunks table (read once, from its footer)."""
+        if self._starts is None:
+            metadata = self._reader("chunks").metadata
+            self._starts = [0, *itertools.accumulate(metadata.row_group(i).num_rows for i in range(metadata.num_row_groups))]
+        return self._starts
 
     def row_groups(self, name: str) -> RowGroups | None:
         if name not in self._groups:
@@ -310,9 +331,7 @@ class LiveSegments:
             by_segment.setdefault(segment.name, (segment, []))[1].append(at)
         rows: list[dict] = [{}] * len(vector_ids)
         for segment, positions in by_segment.values():
-            hits = segment.hits()
-            # slices, not take: Arrow's take joins a mapped table's batches into one copy first
-            picked = pa.concat_tables([hits.slice(vector_ids[at] - segment.ref.vector_base, 1) for at in positions])
+            picked = segment.chunk_rows([vector_ids[at] - segment.ref.vector_base for at in positions])
             for at, row in zip(positions, picked.to_pylist()):
                 rows[at] = row
         return rows

@@ -89,10 +89,14 @@ def test_an_index_built_into_a_bucket_searches_and_resolves_as_the_same_index_in
     assert sorted(r.path.removeprefix("/index-bucket/idx/") for r in bucket.log.requests[before:]) == \
         ["CURRENT", f"generations/{report.generation}/deleted.parquet", f"generations/{report.generation}/manifest.json"]
     local = index.open(tmp_path / "local", embedder=HashingEmbedder())
+    before = len(bucket.log.requests)
     for query in QUERIES:
         for mode in ("dense", "lexical", "hybrid"):
             assert [(h.chunk_id, h.score, h.text) for h in from_bucket.search(query, k=5, mode=mode)] == \
                 [(h.chunk_id, h.score, h.text) for h in local.search(query, k=5, mode=mode)]
+    # the hits' rows come from their row groups of chunks.parquet: the hits file is never fetched
+    searched = {r.path.rsplit("/", 1)[-1] for r in bucket.log.requests[before:]}
+    assert "chunks.parquet" in searched and "chunks.arrow" not in searched, searched
     for doc_id, quote in [("pricing/rate-card.pdf", "usage above the allowance is billed"),
                           ("docs/getting-started.md", "Getting started")]:
         chunk = chunk_with(local, doc_id, quote)
