@@ -63,6 +63,7 @@ class CacheFolder:
                     found.append((st.st_mtime_ns, path, st.st_size))
             self._sizes = collections.OrderedDict((path, size) for _, path, size in sorted(found))
             self._total = sum(self._sizes.values())
+            self._make_room()  # a reader with a smaller limit than the one that filled the folder
         return self._sizes
 
     @property
@@ -108,10 +109,16 @@ class CacheFolder:
             sizes = self._scanned()
             self._total += size - sizes.pop(path, 0)
             sizes[path] = size
-            while self._total > self.limit_bytes and len(sizes) > 1:
-                oldest, oldest_size = sizes.popitem(last=False)
-                oldest.unlink(missing_ok=True)
-                self._total -= oldest_size
+            self._make_room()
+
+    def _make_room(self) -> None:
+        """Remove the least recently used files while the folder holds more than its limit, the most
+        recent one kept whatever its size (the caller holds the lock)."""
+        sizes = self._sizes
+        while self._total > self.limit_bytes and len(sizes) > 1:
+            oldest, oldest_size = sizes.popitem(last=False)
+            oldest.unlink(missing_ok=True)
+            self._total -= oldest_size
 
 
 class BucketFiles(IndexFiles):

@@ -21,7 +21,7 @@ from index.reader import local_index
 import ingest.store.ranged as ranged
 from ingest.store.write import ROW_GROUP_ROWS
 from ingest.build import BuildSettings, build_index
-from ingest.store.bucket import IndexBucket, references
+from ingest.store.bucket import IndexBucket, default_cache, references
 from schemas.errors import IndexFormatError, IndexWriteError, PublishRaceError
 from schemas.layout import IndexPaths, read_current
 
@@ -284,6 +284,15 @@ def test_the_cli_builds_into_a_bucket_and_searches_resolves_and_checks_from_it(b
         from_folder = spanindex(*[tmp_path / "local" if a == "{}" else a for a in args], test_embedder=True, timeout=300)
         assert from_bucket.returncode == from_folder.returncode == 0, from_bucket.stderr
         assert from_bucket.stdout.replace(INDEX, "X") == from_folder.stdout.replace(str(tmp_path / "local"), "X") != ""
+    # --cache-mb bounds what a reader keeps, what an earlier reader left in the folder included
+    cache = default_cache(INDEX) / "reader" / "cache"
+    assert sum(p.stat().st_size for p in cache.rglob("*") if p.is_file()) > 40_000
+    small = spanindex("search", INDEX, "getting started", "--cache-mb", "0.02", test_embedder=True, timeout=300)
+    assert small.returncode == 0 and small.stdout.replace(INDEX, "X") == \
+        spanindex("search", tmp_path / "local", "getting started", test_embedder=True, timeout=300).stdout.replace(
+            str(tmp_path / "local"), "X")
+    held = [p.stat().st_size for p in cache.rglob("*") if p.is_file()]
+    assert held and sum(held) <= max(0.02 * 1024 * 1024, max(held))
     missing = spanindex("search", "s3://no-such-bucket/idx", "anything", test_embedder=True, timeout=120)
     assert missing.returncode not in (0, 1) and \
         missing.stderr.strip().splitlines() == ["spanindex: s3://no-such-bucket/idx: no such bucket or prefix"]
