@@ -84,19 +84,15 @@ def _measure(corpus: Path, s3) -> dict:
                     index_cache=work / "copies-cache")
         cited[f"{COPIES} copies"] = _cold_resolve(work / "copies-cache", url + "-copies", work / "resolve-copies-cache",
                                                   s3, prefix="copy-00/")
-        return {**folder_size(folder), "live_generation_bytes": _bytes(work / "build-cache"), "builds": builds,
+        return {**folder_size(folder), "live_generation_bytes": folder_size(work / "build-cache")["bytes"], "builds": builds,
                 "reader": readers, "cold resolve of one PDF quote": cited}
     finally:
         shutil.rmtree(work, ignore_errors=True)
 
 
-def _bytes(folder: Path) -> int:
-    return sum(p.stat().st_size for p in folder.rglob("*") if p.is_file() and ".reader" not in p.parts)
-
-
 def _first_search(url: str, cache: Path, s3) -> dict:
-    """A new reader's first dense and lexical searches: what they fetch whole (vector shards, postings,
-    hits files)."""
+    """A new reader's first dense and lexical searches: what they fetch (vector shards and postings whole,
+    their hits' row groups)."""
     import index
     from benchmarks.embedders import HashingEmbedder
 
@@ -126,7 +122,7 @@ def _cold_resolve(folder: Path, url: str, cache: Path, s3, prefix: str = "") -> 
     citation = resolve(reader, chunk.chunk_id, quote)
     took = time.perf_counter() - started
     assert citation == resolve(local, chunk.chunk_id, quote), "the bucket's citation differs from the folder's"
-    return {"doc_id": doc.doc_id, "seconds": round(took, 3), "index_bytes": _bytes(folder),
+    return {"doc_id": doc.doc_id, "seconds": round(took, 3), "index_bytes": folder_size(folder)["bytes"],
             **_traffic(s3.log.requests[before:])}
 
 

@@ -62,6 +62,7 @@ from schemas.tables import (
 
 MAPS_KEPT = 32  # offset maps of this many (document, kind) pairs stay built
 FILTERS_KEPT = 16  # the vector ids of this many filters stay computed
+CHUNKS_KEPT = 4096  # chunks (a search's hits, a citation's chunk) stay built, by vector id
 
 
 def _one_request(method):
@@ -101,15 +102,16 @@ class Index:
     """
 
     def __init__(self, root: str | Path, generation: str | None = None, *, embedder: Embedder | None = None,
-                 cache: str | Path | None = None, cache_bytes: int = DEFAULT_CACHE_BYTES) -> None:
+                 cache: str | Path | None = None, cache_bytes: int | None = None) -> None:
         """``root``: a folder, or the URL of an index in an object store (``s3://bucket/index``): its live
         generation's manifest is fetched, then the byte ranges of the rows read and the files searched,
         kept in a local cache (``cache``; default ``$XDG_CACHE_HOME/spanindex/<hash>``) of at most
-        ``cache_bytes`` (least recently used out first).
+        ``cache_bytes`` (default 2 GiB; least recently used out first).
         ``generation``: stay on this one (default: the live one, followed as builds publish).
         ``embedder``: the one the index was built with, when it is not a model the manifest
         names (a test double, an embedder of your own); by default the model is loaded on first search."""
-        self._copy = LocalCopy(str(root), cache, lazy=True, cache_bytes=cache_bytes) if is_store_url(root) else None
+        self._copy = LocalCopy(str(root), cache, lazy=True, cache_bytes=cache_bytes or DEFAULT_CACHE_BYTES) \
+            if is_store_url(root) else None
         self.paths = IndexPaths(self._copy.root, self._copy.files) if self._copy else IndexPaths(Path(local_path_of(root)))
         self.pinned = generation is not None
         self._current_seen: tuple[int, int, int] | None = None
@@ -215,9 +217,7 @@ class Index:
             return None
         vector_id = rows.column("vector_id")[at].as_py()
         if vector_id not in self._chunk_cache:  # its row is here: no hits file is read (fetched, in a bucket)
-            if len(self._chunk_cache) >= 4096:
-                self._chunk_cache.clear()
-            self._chunk_cache[vector_id] = chunk_of_row(rows.slice(at, 1).to_pylist()[0])
+            self._keep_chunks([vector_id], rows.slice(at, 1).to_pylist())
         return self._chunk_cache[vector_id]
 
     @_one_request
@@ -240,11 +240,15 @@ class Index:
         ids = [int(v) for v in vector_ids]
         missing = [v for v in dict.fromkeys(ids) if v not in self._chunk_cache]
         if missing:
-            if len(self._chunk_cache) + len(missing) > 4096:
-                self._chunk_cache.clear()
-            for vector_id, row in zip(missing, self.generation.chunks_at(missing)):
-                self._chunk_cache[vector_id] = chunk_of_row(row)
+            self._keep_chunks(missing, self.generation.chunks_at(missing))
         return [self._chunk_cache[v] for v in ids]
+
+    def _keep_chunks(self, vector_ids: list[int], rows: list[dict]) -> None:
+        """The chunks of these rows (``to_pylist`` form), kept by vector id (at most ``CHUNKS_KEPT``)."""
+        if len(self._chunk_cache) + len(vector_ids) > CHUNKS_KEPT:
+            self._chunk_cache.clear()
+        for vector_id, row in zip(vector_ids, rows):
+            self._chunk_cache[vector_id] = chunk_of_row(row)
 
     # -- offset maps ---------------------------------------------------------
 
@@ -467,7 +471,7 @@ class Index:
 
 
 def open_index(root: str | Path, generation: str | None = None, *, embedder: Embedder | None = None,
-               cache: str | Path | None = None, cache_bytes: int = DEFAULT_CACHE_BYTES) -> Index:
+               cache: str | Path | None = None, cache_bytes: int | None = None) -> Index:
     """The index at ``root`` (a folder or an object store's URL): its live generation, followed as
     builds publish (or a named one, kept)."""
     return Index(root, generation, embedder=embedder, cache=cache, cache_bytes=cache_bytes)

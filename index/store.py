@@ -42,12 +42,9 @@ class Generation:
         self.live = open_segments(paths.segments, self.manifest.segments, self.manifest.model_dim, deleted, paths.files)
         # An inverted file's shards share its coarse quantizer (``ingest.store.ann_shards``).
         template = ann_params(self.manifest).template
-        self._ann = OpenedFiles(paths.ann / template, [], paths.files)
         self._ann_names = ["template.faiss", *(paths.ann_shard(template, s.name).name for s in self.segments)] \
             if self.segments else []
-        if not paths.files.lazy:
-            for file_name in self._ann_names:
-                self._ann[file_name]  # noqa: B018 — mapped now
+        self._ann = OpenedFiles(paths.ann / template, self._ann_names, paths.files)
         self._tables: dict[str, pa.Table] = {}
         self._lock = threading.Lock()
         self._faiss = None

@@ -40,7 +40,6 @@ class SegmentFiles:
         self.ref = ref
         self.dim = dim
         self.files = files
-        self._lazy = files.lazy
         self._files = OpenedFiles(folder, SEGMENT_FILES, files)
         self._tables: dict[str, pa.Table] = {}
         self._slices: dict[str, dict[str, tuple[int, int]]] = {}
@@ -84,7 +83,7 @@ class SegmentFiles:
         """One document's rows of a table: its chunks from the mapped hits file, others from the
         row groups that hold them, or from the whole table where it is already read (or cannot be
         located by row group)."""
-        if name == "chunks" and (self._hits is not None or not self._lazy):  # (a lazy file is fetched whole)
+        if name == "chunks" and self._hits_at_hand():
             hits = self.hits()
             ids = hits.column("doc_id")
             rows = range(hits.num_rows)  # grouped by doc_id in doc_id order: a binary search
@@ -150,13 +149,18 @@ class SegmentFiles:
         """Rows of the chunks table by position (row i holds vector id base + i), in the order asked:
         sliced from the mapped hits file; in a bucket, until that file is here, from the row groups
         that hold them (a search fetches its hits' row groups, not the segment's hits file)."""
-        if self._hits is not None or not self._lazy:
+        if self._hits_at_hand():
             hits = self.hits()  # slices, not take: Arrow's take joins a mapped table's batches into one copy first
             return pa.concat_tables([hits.slice(row, 1) for row in rows])
         starts = self._group_starts()
         groups = [bisect.bisect_right(starts, row) - 1 for row in rows]
         read = {group: self._read_groups("chunks", [group]) for group in dict.fromkeys(groups)}
         return pa.concat_tables([read[group].slice(row - starts[group], 1) for row, group in zip(rows, groups)])
+
+    def _hits_at_hand(self) -> bool:
+        """Whether chunk rows come from the hits file: mapped here, or already fetched (in a bucket it
+        is fetched whole, which a citation or a search's few hits do not need)."""
+        return self._hits is not None or not self.files.lazy
 
     def _group_starts(self) -> list[int]:
         """The first row of each row group of the chunks table (read once, from its footer)."""
@@ -175,7 +179,7 @@ class SegmentFiles:
         reader = self._readers.get(name)
         if reader is None:
             # pre_buffer: a row group's column chunks in one read (one request, for a file in a bucket)
-            reader = self._readers[name] = pq.ParquetFile(self._files[TABLE_FILES[name]], pre_buffer=self._lazy)
+            reader = self._readers[name] = pq.ParquetFile(self._files[TABLE_FILES[name]], pre_buffer=self.files.lazy)
         return reader
 
     def _read_groups(self, name: str, picked: list[int]) -> pa.Table:

@@ -84,7 +84,7 @@ def make_server(index_dir: str | Path, *, embedder=None, cache_bytes: int | None
     import index
 
     # The reader follows the builds itself: each tool call reads the live generation, whole.
-    idx = index.open(index_dir, embedder=embedder, **({"cache_bytes": cache_bytes} if cache_bytes else {}))
+    idx = index.open(index_dir, embedder=embedder, cache_bytes=cache_bytes)
 
     server = MCPServer(name="spanindex", instructions=INSTRUCTIONS)
 

@@ -175,7 +175,8 @@ class RayExecutor:
         expected = node_expectations(settings.model)
         shipped = ray.put(dataclasses.replace(settings, index_root=None))
         # Tasks read a store's objects themselves: the driver's idea of where its URLs point goes with them.
-        self._parse_here = self._parse.options(runtime_env={"env_vars": store_location()}) if store_location() else self._parse
+        location = store_location()
+        self._parse_here = self._parse.options(runtime_env={"env_vars": location}) if location else self._parse
         window: collections.deque[_Flight] = collections.deque()
         pending = iter(jobs)
         try:
@@ -198,14 +199,13 @@ class RayExecutor:
 
     def _submit(self, job, shipped, settings: WorkerSettings, expected, work) -> _Flight:
         job = dataclasses.replace(job, read_mtime_ns=read_mtime(job))  # before reading: a write after shows
-        if job.url:  # an object in a store: its task reads it (the corpus never passes through the driver)
-            flight = _Flight(job, call=(shipped, expected, work))
-            self._launch(flight)
-            return flight
-        source = read_source(job, settings)
-        if isinstance(source, DocResult):  # too large, unreadable, or unchanged: no task needed
-            return _Flight(job, result=source)
-        flight = _Flight(job, source=self._ray.put(source), call=(shipped, expected, work))
+        source = None  # an object in a store: its task reads it (the corpus never passes through the driver)
+        if not job.url:
+            read = read_source(job, settings)
+            if isinstance(read, DocResult):  # too large, unreadable, or unchanged: no task needed
+                return _Flight(job, result=read)
+            source = self._ray.put(read)
+        flight = _Flight(job, source=source, call=(shipped, expected, work))
         self._launch(flight)
         return flight
 

@@ -199,10 +199,9 @@ class BucketFiles(IndexFiles):
         self.cache.write(folder / "size", str(size).encode())
         return size
 
-    def read_range(self, key: str, start: int, end: int) -> bytes:
-        """Bytes ``start`` to ``end`` of the object: its cached blocks, the missing ones fetched
-        (each run of consecutive missing blocks in one request)."""
-        size = self.size_of(key)
+    def read_range(self, key: str, start: int, end: int, size: int) -> bytes:
+        """Bytes ``start`` to ``end`` of the object of ``size`` bytes: its cached blocks, the missing ones
+        fetched (each run of consecutive missing blocks in one request)."""
         end = min(end, size)
         if end <= start:
             return b""
@@ -258,7 +257,7 @@ class RangedObject(io.RawIOBase):
 
     def read(self, size: int = -1) -> bytes:
         end = self.size() if size is None or size < 0 else self._position + size
-        data = self._failing_as_format(self.files.read_range, self.key, self._position, end)
+        data = self._failing_as_format(self.files.read_range, self.key, self._position, end, self.size())
         self._position += len(data)
         return data
 

@@ -31,7 +31,7 @@ log = logging.getLogger("spanindex.server")
 class ServerState:
     def __init__(self, index_dir: str | Path, *, zoom: float = DEFAULT_ZOOM, embedder: Embedder | None = None,
                  cache_bytes: int | None = None) -> None:
-        self.index = Index(index_dir, embedder=embedder, **({"cache_bytes": cache_bytes} if cache_bytes else {}))
+        self.index = Index(index_dir, embedder=embedder, cache_bytes=cache_bytes)
         self.views = ViewBuilder(self.index)
         self.images = PageImageCache()
         self.zoom = zoom
