@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import collections
+import functools
 
 import pytest
+from hypothesis import example, given
+from hypothesis import strategies as st
 
 import index
 from ingest.text import chunk_languages, identify_language
@@ -96,22 +99,51 @@ SAMPLES = ["Die Äpfel schälen und würfeln, dazu geben und drei Minuten mitbra
 
 
 def test_the_unpacked_copy_of_the_model_identifies_as_the_packaged_model(tmp_path, monkeypatch):
-    from py3langid.langid import MODEL_FILE, LanguageIdentifier
-
     from ingest.text import language
 
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
     language._loaded_identifier.cache_clear()
     packaged = language._identifier()  # no copy yet: unpacked from the package, then kept
     assert language._unpacked_path().is_file() and language._unpacked_path().is_relative_to(tmp_path)
-    kept = language._unpacked_model(LanguageIdentifier)
+    kept = language._unpacked_model()
     assert kept is not None, "the kept copy could not be read"
-    kept.set_languages([code for code in kept.nb_classes if len(code) == 2])
-    reference = LanguageIdentifier.from_model_file(MODEL_FILE, norm_probs=True)
-    reference.set_languages([code for code in reference.nb_classes if len(code) == 2])
-    for text in SAMPLES:
-        assert kept.classify(text) == packaged.classify(text) == reference.classify(text)
+    assert kept.depth == packaged.depth == 6
+    assert kept.classify(SAMPLES) == packaged.classify(SAMPLES) == [_py3langid().classify(text) for text in SAMPLES]
     language._loaded_identifier.cache_clear()
+
+
+@functools.cache
+def _py3langid():
+    from ingest.text import language
+
+    return language._packaged_model()
+
+
+# Words of several scripts, so that texts reach deep automaton states and several languages score high.
+WORDS = ["Äpfel", "schälen", "würfeln", "карьеру", "сборной", "東京は", "日本の首都", "retention", "policy", "audit",
+         "الأخبار", "समाचार", "ziemniaki", "Mönch", "ÇA", "ÉTÉ", "13:29", "—", "\u0301", "\ud800"]
+
+
+@given(texts=st.lists(st.one_of(st.text(max_size=40),
+                                st.lists(st.sampled_from(WORDS), max_size=30).map(" ".join)), max_size=8),
+       walk_bytes=st.sampled_from([1, 64, 1 << 20]))
+@example(texts=SAMPLES, walk_bytes=64)  # sentences: states as deep as the automaton goes
+@example(texts=["", "ÄÖÜ GROSS", "x" * 10], walk_bytes=1)  # empty text; an upper-case text is lowered first
+@example(texts=["\ud800 abc", "sr uz: Здраво свете, ово је српски језик."], walk_bytes=64)  # a lone surrogate; a language named twice
+def test_texts_classified_together_get_what_py3langid_gives_each_alone(texts, walk_bytes):
+    from ingest.text import language
+
+    # walked in groups of one text, of a few, of all
+    assert language._identifier().classify(texts, walk_bytes) == [_py3langid().classify(text) for text in texts]
+
+
+def test_the_shared_corpus_is_classified_as_py3langid_classifies_it():
+    needs_shared_corpus()
+    from ingest.text import language
+
+    paragraphs = [p for doc_id in sorted(SHARED_LANGUAGES) for p in _shared_text(doc_id).split("\n\n") if p.strip()]
+    assert len(paragraphs) > 300
+    assert language._identifier().classify(paragraphs) == [_py3langid().classify(p) for p in paragraphs]
 
 
 def test_a_cache_that_cannot_be_written_or_read_leaves_the_packaged_model(tmp_path, monkeypatch):
