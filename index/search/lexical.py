@@ -83,6 +83,23 @@ class _Postings:
         tf, least = float(self.greatest_counts[row]), float(self.least_lengths[row])
         return tf / (tf + K1 * ((1 - B) + B * least / average)) if average else 1.0
 
+    def found_among(self, token: str, vector_ids: np.ndarray, running: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(the ids among ``vector_ids`` (ascending, live; ``running`` their mask, over every id
+        here) that hold ``token`` here, their counts, their lengths): each id
+        looked up in the postings, or the postings read through the mask where they are the shorter
+        (a frequent token's postings against thousands of candidates)."""
+        row = self.row_of.get(token)
+        if row is None:
+            empty = np.zeros(0, dtype=np.int64)
+            return empty, empty, empty
+        first, last = int(self.offsets[row]), int(self.offsets[row + 1])
+        if last - first > 8 * len(vector_ids):  # a binary search each: ~log2 of the postings' length
+            where, counts, lengths = self.found_at(token, vector_ids)
+            return vector_ids[where], counts, lengths
+        ids = self.ids[first:last]
+        hit = np.flatnonzero(running[ids])  # a masked id is no candidate: no need to look for it in dead
+        return ids[hit].astype(np.int64), self.counts[first:last][hit], self.lengths[first:last][hit]
+
     def found_at(self, token: str, vector_ids: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """(positions in ``vector_ids`` (ascending, live) that hold ``token`` here, their counts, their lengths)."""
         row = self.row_of.get(token)
@@ -111,6 +128,7 @@ class LexicalIndex:
         # The languages a chunk of some segment was stemmed in: a query is analysed in each of them.
         self.languages = sorted({language for table, _ in parts for language in _check_settings(table.schema, where).get("languages", [])})
         self._parts = [_Postings.of(table, dead) for table, dead in parts]
+        self._id_bound = max((int(part.ids.max()) + 1 for part in self._parts if len(part.ids)), default=0)
         self.n_chunks = n_chunks
         self._average = float(n_tokens) / n_chunks if n_chunks else 0.0
 
@@ -217,14 +235,17 @@ class LexicalIndex:
                 continue
             if left[0] - left[step + 1] <= left[step + 1]:
                 continue  # the tokens scored cannot add up to more than those left: the k-th cannot pass them yet
-            candidates = _allowed(np.flatnonzero(touched), allowed)
-            if len(candidates) < k:
+            # The k-th best can pass the bounds left only if k chunks do: those are few (the best
+            # chunks and their copies), and the k-th is taken among them rather than among every
+            # chunk touched so far (a partition of thousands at every token).
+            above = _allowed(np.flatnonzero(partial > left[step + 1]), allowed)
+            if len(above) < k:
                 continue
-            at_least = partial[candidates]
-            kth = float(np.partition(at_least, len(at_least) - k)[len(at_least) - k])
+            kth = float(np.partition(partial[above], len(above) - k)[len(above) - k])
             margin = 1e-4 * (kth + left[step + 1]) + 1e-6
             if kth - margin > left[step + 1]:  # no chunk outside the scored postings reaches the k-th
-                candidates = candidates[at_least + left[step + 1] >= kth - margin].astype(np.int64)
+                # untouched chunks score 0 and the threshold is above 0: only touched ones pass
+                candidates = _allowed(np.flatnonzero(partial >= kth - margin - left[step + 1]), allowed).astype(np.int64)
                 return self._narrowed(terms, order, left, step + 1, candidates, partial, k, scored), scored
         if partial is None:
             return np.zeros(0, dtype=np.int64), scored
@@ -238,19 +259,23 @@ class LexicalIndex:
         the k-th best partial score is dropped. The copies of a chunk in a corpus copied 64 times
         are 64 candidates each; most fall away after a token or two, and the rest are not
         searched for in every posting list."""
+        running = np.zeros(self._id_bound, dtype=bool)  # the candidates, as a mask over vector ids
+        running[candidates] = True
         for step in range(first, len(order)):
             i = order[step]
             scored[i] = []
             for part in self._parts:
-                where, counts, lengths = part.found_at(terms[i].token, candidates)
-                if len(where):
+                ids, counts, lengths = part.found_among(terms[i].token, candidates, running)
+                if len(ids):
                     weights = bm25_weights(counts, lengths, terms[i].doc_freq, self.n_chunks, self._average)
-                    scored[i].append((candidates[where], weights))
-                    partial[candidates[where]] += weights
+                    scored[i].append((ids, weights))
+                    partial[ids] += weights
             at_least = partial[candidates]
             kth = float(np.partition(at_least, len(at_least) - k)[len(at_least) - k])
             margin = 1e-4 * (kth + left[step + 1]) + 1e-6
-            candidates = candidates[at_least + left[step + 1] >= kth - margin]
+            keep = at_least + left[step + 1] >= kth - margin
+            running[candidates[~keep]] = False
+            candidates = candidates[keep]
         return candidates
 
     def _exact_scores(self, terms: list[_Term], vector_ids: np.ndarray, scored: dict) -> np.ndarray:

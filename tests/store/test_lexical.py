@@ -358,16 +358,22 @@ WORDS = "refund window shipping the of a alpha beta gamma zorblax".split()
     st.integers(min_value=1, max_value=8),
     st.one_of(st.none(), st.sets(st.integers(min_value=0, max_value=1200))),
     st.integers(min_value=0, max_value=2),
+    st.integers(min_value=1, max_value=3),
 )
+# Found exploring: a chunk below the k-th partial score that the tokens left lift above it.
+@example([["refund", "shipping"], ["window"]], 1, ["refund", "refund", "window"], 1, None, 0, 1)
 def test_top_skips_frequent_tokens_yet_gives_the_top_k_of_one_sort_of_every_score(texts, copies, query, k, allowed,
-                                                                                 n_dead):
+                                                                                 n_dead, n_parts):
     """MaxScore's top k (frequent tokens read only for the chunks still in the running) is the
-    top k of every score sorted once, ties by vector id, filtered or not, with masked chunks."""
+    top k of every score sorted once, ties by vector id, filtered or not, with masked chunks, over
+    one segment's postings or several's."""
     corpus = [" ".join(words) for words in texts] * copies  # copies tie: the k-th is often a tie
     table = lexical_table(corpus)
     dead = np.arange(0, len(corpus), max(1, len(corpus) // (n_dead + 1)))[:n_dead].astype(np.int64)
     settings_ = json.loads(table.schema.metadata[META_LEXICAL])
-    lexical = LexicalIndex([(table, dead)], settings_["n_chunks"] - len(dead), settings_["n_tokens"], "test")
+    bounds = np.linspace(0, len(corpus), n_parts + 1).astype(np.int64)  # segments: consecutive vector ids
+    parts = [(lexical_table(corpus[a:b], np.arange(a, b)), dead[(dead >= a) & (dead < b)]) for a, b in zip(bounds, bounds[1:]) if b > a]
+    lexical = LexicalIndex(parts, settings_["n_chunks"] - len(dead), settings_["n_tokens"], "test")
     query_text = " ".join(query)
     allowed_ids = None if allowed is None else np.array(sorted(allowed), dtype=np.int64)
     ids, scores = lexical.top(query_text, k, allowed_ids)
