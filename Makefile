@@ -18,11 +18,14 @@ all: index
 venv: $(VENV)/.installed
 
 # torch first and pinned: that version is a CPU build; an unpinned torch pulls a CUDA build.
+# Azurite (Microsoft's Azure Blob emulator, from npm) serves the tests of an index in az://.
 $(VENV)/.installed: pyproject.toml constraints.txt
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 	$(BIN)/python -m pip install --quiet torch==2.13.0
-	$(BIN)/python -m pip install --quiet -c constraints.txt -e '.[test,onnx,ray,s3]'
+	$(BIN)/python -m pip install --quiet -c constraints.txt -e '.[test,onnx,ray,s3,az]'
+	command -v npm >/dev/null && npm install --silent --no-audit --no-fund --prefix $(VENV)/azurite azurite@3.37.0 \
+	  || echo "warning: could not install Azurite: the az:// tests will be skipped" >&2
 	touch $@
 
 index: venv

@@ -224,6 +224,34 @@ S3_CREDENTIALS = {"AWS_ACCESS_KEY_ID": "spanindex-test-key", "AWS_SECRET_ACCESS_
                   "AWS_EC2_METADATA_DISABLED": "true"}
 
 
+@pytest.fixture(scope="module")
+def azurite(tmp_path_factory):
+    """Azurite's blob service on localhost for a module's tests (tests/azure_server.py): its endpoint;
+    skips where adlfs or Azurite is not installed."""
+    from azure_server import running_azurite
+
+    with running_azurite(tmp_path_factory.mktemp("azurite")) as endpoint:
+        yield endpoint
+
+
+@pytest.fixture
+def azure(azurite, monkeypatch):
+    """A new, empty container on the module's Azurite, the environment pointing at it as a user's
+    would (``AZURE_STORAGE_CONNECTION_STRING``, no other Azure credential): its name."""
+    import uuid
+
+    from azure.storage.blob import BlobServiceClient
+
+    from azure_server import connection_string
+
+    for variable in [v for v in os.environ if v.startswith("AZURE_")]:
+        monkeypatch.delenv(variable)
+    monkeypatch.setenv("AZURE_STORAGE_CONNECTION_STRING", connection_string(azurite))
+    container = f"index-{uuid.uuid4().hex[:12]}"
+    BlobServiceClient.from_connection_string(connection_string(azurite)).create_container(container)
+    return container
+
+
 @pytest.fixture
 def s3(monkeypatch):
     """moto's S3 server on localhost, the environment pointing at it (tests/s3_server.py); skips

@@ -37,7 +37,14 @@ _SCHEME = re.compile(r"^([a-zA-Z][a-zA-Z0-9+.-]*)://")
 # The driver each store needs, for the error that names the package to install.
 DRIVER_PACKAGES = {"s3": "s3fs", "s3a": "s3fs", "gs": "gcsfs", "gcs": "gcsfs", "az": "adlfs", "abfs": "adlfs",
                    "abfss": "adlfs"}
-_CREDENTIAL_VARIABLES = ("AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN", "AWS_ACCESS_KEY_ID")
+_CREDENTIAL_VARIABLES = ("AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN", "AWS_ACCESS_KEY_ID",
+                         "AZURE_STORAGE_CONNECTION_STRING", "AZURE_STORAGE_ACCOUNT_KEY", "AZURE_STORAGE_SAS_TOKEN",
+                         "AZURE_STORAGE_CLIENT_SECRET")
+# Azure's credentials as adlfs reads them from the environment, and the option each is passed as.
+_AZURE_VARIABLES = {"AZURE_STORAGE_CONNECTION_STRING": "connection_string", "AZURE_STORAGE_ACCOUNT_NAME": "account_name",
+                    "AZURE_STORAGE_ACCOUNT_KEY": "account_key", "AZURE_STORAGE_SAS_TOKEN": "sas_token",
+                    "AZURE_STORAGE_CLIENT_ID": "client_id", "AZURE_STORAGE_CLIENT_SECRET": "client_secret",
+                    "AZURE_STORAGE_TENANT_ID": "tenant_id"}
 # Where a store URL points, as the SDKs read it (not who may read it): a URL must name the same store
 # on every node of a cluster, so a Ray build gives its tasks the driver's. Credentials stay each node's.
 LOCATION_VARIABLES = ("AWS_ENDPOINT_URL", "AWS_ENDPOINT_URL_S3", "AWS_REGION", "AWS_DEFAULT_REGION")
@@ -94,7 +101,8 @@ def store_of(url: str):
         fsspec.get_filesystem_class(protocol)
     except ImportError:
         package = DRIVER_PACKAGES.get(protocol, f"the fsspec driver of {protocol}://")
-        extra = " (pip install 'spanindex[s3]')" if package == "s3fs" else f" (pip install {package})"
+        extras = {"s3fs": "s3", "adlfs": "az"}
+        extra = f" (pip install 'spanindex[{extras[package]}]')" if package in extras else f" (pip install {package})"
         raise CorpusError(f"{shown(url)}: reading {protocol}:// needs {package}{extra}") from None
     except ValueError:
         raise CorpusError(f"{shown(url)}: no fsspec driver knows {protocol}://") from None
@@ -104,7 +112,12 @@ def store_of(url: str):
 def _options(protocol: str) -> dict:
     """The driver's options from the environment. botocore reads AWS_ENDPOINT_URL itself; it is
     passed all the same so that a filesystem made for one endpoint is never reused for another,
-    and AWS_REGION (which botocore leaves to the other SDKs) is passed where AWS_DEFAULT_REGION is unset."""
+    and AWS_REGION (which botocore leaves to the other SDKs) is passed where AWS_DEFAULT_REGION is unset.
+    Azure's (adlfs reads them itself too) likewise, so that a filesystem made with one account's
+    credentials is never reused for another's."""
+    if protocol in ("az", "abfs", "abfss"):
+        return {"use_listings_cache": False} | {option: os.environ[variable] for variable, option in _AZURE_VARIABLES.items()
+                                                if os.environ.get(variable)}
     if protocol not in ("s3", "s3a"):
         return {}
     options: dict = {"use_listings_cache": False}  # a listing is read once, never held for later
@@ -226,10 +239,20 @@ def store_failure(exc: BaseException, doing: str = "listing") -> str:
 
 
 def scrubbed(text: str) -> str:
-    """``text`` with every credential of the environment replaced by '***'."""
-    for variable in _CREDENTIAL_VARIABLES:
-        secret = os.environ.get(variable)
-        if secret and len(secret) >= 4:
+    """``text`` with every credential of the environment replaced by '***' (and the key or signature
+    an Azure connection string holds).
+
+    >>> os.environ["AZURE_STORAGE_CONNECTION_STRING"] = "AccountName=a;AccountKey=c2VjcmV0;BlobEndpoint=http://b"
+    >>> scrubbed("signed with c2VjcmV0, not 'AccountName=a;AccountKey=c2VjcmV0;BlobEndpoint=http://b'")
+    "signed with ***, not '***'"
+    >>> del os.environ["AZURE_STORAGE_CONNECTION_STRING"]
+    """
+    secrets = [os.environ.get(variable) or "" for variable in _CREDENTIAL_VARIABLES]
+    connection = os.environ.get("AZURE_STORAGE_CONNECTION_STRING") or ""
+    secrets += [value for name, _, value in (part.partition("=") for part in connection.split(";"))
+                if name.strip() in ("AccountKey", "SharedAccessSignature")]
+    for secret in sorted(secrets, key=len, reverse=True):  # the whole string before the key within it
+        if len(secret) >= 4:
             text = text.replace(secret, "***")
     return text
 

@@ -23,7 +23,6 @@ generation references that very file again (a document back at an old version), 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import hashlib
 import os
 import shutil
@@ -33,7 +32,8 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ingest.corpus import listing, scrubbed, shown, store_failure, store_of
+from ingest.corpus import scrubbed, shown, store_failure, store_of
+from ingest.store.objects import md5_hex, objects_of
 from ingest.store.previous import PublishedGeneration
 from ingest.store.publish import publish
 from ingest.store.retention import remove_unreferenced_segments
@@ -44,7 +44,7 @@ from schemas.manifest import ann_params, read_manifest
 
 # Requests in flight at once while objects are fetched, uploaded or removed.
 CONCURRENCY = 16
-# A file over this size is uploaded in parts of this size (S3's least is 5 MiB): uploads hold at
+# A file over this size is uploaded in parts of this size (S3's least is 5 MiB; Azure stages blocks): uploads hold at
 # most CONCURRENCY parts in memory, and a file may be larger than a PutObject's 5 GB.
 PART_BYTES = 16 << 20
 # Objects a build writes: generations/, segments/ and ann/ are named by the generation that wrote them,
@@ -96,9 +96,10 @@ class IndexBucket:
             self.fs, root = store_of(str(url))
         except CorpusError as exc:
             raise error(exc.message) from None
-        if "s3" not in self.fs.protocol:  # the conditional writes are S3's (GCS and Azure have their own)
-            raise error(f"{self.url}: an index in {self.url.split('://')[0]}:// is not supported yet: s3:// only")
         self.bucket, _, prefix = root.strip("/").partition("/")
+        self.objects = objects_of(self.fs, self.bucket)  # the store's conditional writes and ranged reads
+        if self.objects is None:
+            raise error(f"{self.url}: an index in {self.url.split('://')[0]}:// is not supported yet: s3:// and az:// only")
         self.prefix = prefix.strip("/")
         self.paths = IndexPaths(Path(cache) if cache else default_cache(self.url))
         self._trusted_up_to = ""  # the copy's live generation before it is brought up to date
@@ -121,8 +122,7 @@ class IndexBucket:
             live, etag = self._run(self._read_current())
             if unless_etag is not None and etag == unless_etag:
                 return BucketState(live, etag)
-            objects = {relative: int(info.get("size") or 0)
-                       for relative, info in listing(self.fs, f"{self.bucket}/{self.prefix}".rstrip("/"))}
+            objects = dict(self.objects.sizes(self.prefix))
         except Exception as exc:  # noqa: BLE001 — each driver raises its own types
             raise self._failure(exc, "reading") from None
         return BucketState(live, etag, objects)
@@ -157,7 +157,7 @@ class IndexBucket:
         try:
             live, etag = self._run(self._read_current())
             if live is None:  # no CURRENT: is there a bucket? (FileNotFoundError where there is none)
-                self._run(self.fs._call_s3("list_objects_v2", Bucket=self.bucket, Prefix=self._key(""), MaxKeys=1))
+                self._run(self.objects.check_bucket())
         except Exception as exc:  # noqa: BLE001
             raise self._failure(exc, "reading") from None
         state = BucketState(live, etag)
@@ -186,17 +186,11 @@ class IndexBucket:
 
     def get_range(self, key: str, start: int, end: int) -> bytes:
         """Bytes ``start`` to ``end`` (exclusive) of the object."""
-        return self._reading(key, self._get(key, f"bytes={start}-{end - 1}"))[0]
+        return self._reading(key, self.objects.read_range(self._key(key), start, end))
 
     def get_tail(self, key: str, count: int) -> tuple[bytes, int]:
-        """The object's last ``count`` bytes (all of it, if smaller) and its size, in one request."""
-        data, content_range = self._reading(key, self._get(key, f"bytes=-{count}"))
-        return data, int(content_range.rsplit("/", 1)[1]) if content_range else len(data)
-
-    async def _get(self, key: str, byte_range: str) -> tuple[bytes, str | None]:
-        response = await self.fs._call_s3("get_object", Bucket=self.bucket, Key=self._key(key), Range=byte_range)
-        async with response["Body"] as body:
-            return await body.read(), response.get("ContentRange")
+        """The object's last ``count`` bytes (all of it, if smaller) and its size (one request on S3, two on Azure)."""
+        return self._reading(key, self.objects.read_tail(self._key(key), count))
 
     def _reading(self, key: str, coroutine):
         try:
@@ -232,7 +226,7 @@ class IndexBucket:
         # never taken for the file by its size; one of its own for each fetch (readers' threads fetch at once)
         partial = local.with_name(f".{local.name}.tmp-{os.getpid()}-{uuid.uuid4().hex[:8]}")
         try:
-            await self.fs._get_file(f"{self.bucket}/{self._key(key)}", str(partial))
+            await self.objects.download(self._key(key), partial)
             os.replace(partial, local)
             self._fetched.add(key)
         finally:
@@ -240,12 +234,10 @@ class IndexBucket:
 
     async def _read_current(self) -> tuple[str | None, str | None]:
         try:
-            response = await self.fs._call_s3("get_object", Bucket=self.bucket, Key=self._key(CURRENT))
+            data, etag = await self.objects.read(self._key(CURRENT))
         except FileNotFoundError:  # no CURRENT (the listing tells a missing bucket apart)
             return None, None
-        async with response["Body"] as body:
-            name = (await body.read()).decode("utf-8").strip()
-        return name or None, response["ETag"]
+        return data.decode("utf-8").strip() or None, etag
 
     # -- publishing a generation built in the local copy
 
@@ -268,7 +260,7 @@ class IndexBucket:
         try:
             self._run(self._put(CURRENT, current, started.etag))
         except Exception as exc:  # noqa: BLE001
-            if not (isinstance(exc, (FileExistsError, FileNotFoundError)) or _precondition_failed(exc)):
+            if not isinstance(exc, (FileExistsError, FileNotFoundError)):
                 raise self._unpublished(exc, started) from None
             try:  # If-Match refused: CURRENT changed, or is gone; unless a retry's first try landed
                 ours = self._run(self._holds(CURRENT, current))
@@ -288,7 +280,7 @@ class IndexBucket:
     async def _upload_one(self, key: str, claim: bool) -> None:
         path = self.paths.root / key
         if path.stat().st_size > PART_BYTES:
-            await self._put_in_parts(key, path)
+            await self.objects.put_in_parts(self._key(key), path, PART_BYTES)
             return
         data = path.read_bytes()
         try:
@@ -303,41 +295,13 @@ class IndexBucket:
             raise
 
     async def _put(self, key: str, data: bytes, if_match: str | None) -> None:
-        """PutObject that never replaces an object unless it is the one ``if_match`` names
-        (``FileExistsError`` where ``If-None-Match: *`` refused it)."""
-        condition = {"IfMatch": if_match} if if_match else {"IfNoneMatch": "*"}
-        await _created(self.fs._call_s3("put_object", Bucket=self.bucket, Key=self._key(key), Body=data, **condition),
-                       key, if_match is None)
-
-    async def _put_in_parts(self, key: str, path: Path) -> None:
-        """A large file as a multipart upload, one part in memory at a time, completed with
-        ``If-None-Match: *`` (a completion retried after it landed is answered as done: S3 and moto
-        complete an upload id once)."""
-        target = {"Bucket": self.bucket, "Key": self._key(key)}
-        upload_id = (await self.fs._call_s3("create_multipart_upload", **target))["UploadId"]
-        try:
-            parts = []
-            with open(path, "rb") as f:
-                while piece := f.read(PART_BYTES):
-                    number = len(parts) + 1
-                    part = await self.fs._call_s3("upload_part", **target, UploadId=upload_id, PartNumber=number,
-                                                  Body=piece)
-                    parts.append({"PartNumber": number, "ETag": part["ETag"]})
-            await _created(self.fs._call_s3("complete_multipart_upload", **target, UploadId=upload_id,
-                                            MultipartUpload={"Parts": parts}, IfNoneMatch="*"), key)
-        except BaseException:
-            with contextlib.suppress(Exception):  # the parts stored so far are given back, where the store answers
-                await self.fs._call_s3("abort_multipart_upload", **target, UploadId=upload_id)
-            raise
+        """A write that never replaces an object unless it is the one ``if_match`` names
+        (``FileExistsError`` where the store refused it)."""
+        await self.objects.put(self._key(key), data, if_match)
 
     async def _holds(self, key: str, data: bytes) -> bool:
-        """Whether the bucket's object is ``data``: its ETag is the MD5 of the bytes of a single PutObject
-        (of one without SSE-KMS encryption: elsewhere a refused write is taken for another build's)."""
-        try:
-            head = await self.fs._call_s3("head_object", Bucket=self.bucket, Key=self._key(key))
-        except FileNotFoundError:
-            return False
-        return head.get("ETag", "").strip('"') == hashlib.md5(data, usedforsecurity=False).hexdigest()
+        """Whether the bucket's object is ``data`` (the MD5 the store keeps of a single put)."""
+        return await self.objects.md5(self._key(key)) == md5_hex(data)
 
     def _lost(self, name: str, started: BucketState) -> PublishRaceError:
         since = f"generation {started.live}" if started.live else "an empty bucket"
@@ -359,8 +323,7 @@ class IndexBucket:
             kept = sorted(p.name for p in self.paths.generations.iterdir() if p.name.isdigit())
             wanted = references(self.paths, kept)
             unwanted = sorted(k for k in started.objects if k not in (CURRENT, LOCK) and not wanted(k))
-            for at in range(0, len(unwanted), 1000):  # DeleteObjects takes 1,000 keys a request
-                self._run(self.fs._bulk_delete([f"{self.bucket}/{self._key(k)}" for k in unwanted[at:at + 1000]]))
+            self._run(self.objects.remove([self._key(k) for k in unwanted]))
         except Exception as exc:  # noqa: BLE001 — published: the next build removes what this one could not
             raise OSError(scrubbed(store_failure(exc, "removing"))) from None
         return len(unwanted)
@@ -480,25 +443,6 @@ def _files(root: Path) -> Iterable[Path]:
     for folder in ("generations", "segments", "ann", "texts", "sources"):
         if (root / folder).is_dir():
             yield from (p for p in (root / folder).rglob("*") if p.is_file())
-
-
-def _precondition_failed(exc: BaseException) -> bool:
-    cause = exc.__cause__ or exc.__context__
-    response = getattr(cause, "response", None) or {}
-    return response.get("Error", {}).get("Code") in ("PreconditionFailed", "412")
-
-
-async def _created(request, key: str, if_none_match: bool = True):
-    """Await a write; ``FileExistsError`` where ``If-None-Match: *`` refused it (s3fs says so only
-    where the store's error names the condition)."""
-    try:
-        return await request
-    except FileExistsError:
-        raise
-    except Exception as exc:
-        if if_none_match and _precondition_failed(exc):
-            raise FileExistsError(key) from None
-        raise
 
 
 async def _all(coroutines: Iterable) -> None:
