@@ -58,6 +58,14 @@ def main() -> None:
 
         print("== a one-file reindex and the first citation, by corpus size (segments)")
         RESULTS["reindex_cost"] = reindex_cost.run()
+        from benchmarks import search_p50
+
+        print("== search p50 at 1 and 64 copies, reindexed (segments, masked documents)")
+        RESULTS["search_p50"] = search_p50.run()
+        from benchmarks import language
+
+        print("== language identification, and a full build against BENCH_BASELINE")
+        RESULTS["language"] = language.run()
         from benchmarks import many_docs
 
         print(f"== {int(os.environ.get('BENCH_MANY_DOCS', '100000')):,} small documents: build, reindexes, compaction, first citation")
