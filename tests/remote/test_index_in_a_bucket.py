@@ -27,6 +27,7 @@ from schemas.layout import IndexPaths, read_current
 
 from conftest import SAMPLE_CORPUS, chunk_with, spanindex
 from doubles import HashingEmbedder
+from races import race
 from same_generation import assert_same_generation
 
 INDEX = "s3://index-bucket/idx"
@@ -41,9 +42,9 @@ def bucket(s3, tmp_path, monkeypatch):
     return s3
 
 
-def _build(corpus, index_dir, cache=None, **settings):
+def _build(corpus, index_dir, cache=None, progress=None, **settings):
     return build_index(corpus, index_dir, BuildSettings(workers=1, **settings), embedder=HashingEmbedder(),
-                       index_cache=cache)
+                       index_cache=cache, progress=progress)
 
 
 def _two_generations(tmp_path, cache, step: str) -> tuple[Path, object, object]:
@@ -152,29 +153,9 @@ def test_of_two_builds_racing_from_one_current_exactly_one_publishes(bucket, tmp
     _build(corpus, INDEX, tmp_path / "a")
     _build(corpus, INDEX, tmp_path / "b")  # both copies at generation 2
     (corpus / "getting-started.md").write_text("# Getting started\n\nA new first step.\n")
-    started, first_published = threading.Event(), threading.Event()
-    outcome: dict = {}
-
-    def paused(event) -> None:  # the slow build: its copy is at the bucket's CURRENT, and it waits
-        started.set()
-        first_published.wait(timeout=120)
-
-    def slow() -> None:
-        try:
-            outcome["slow"] = build_index(corpus, INDEX, BuildSettings(workers=1), embedder=HashingEmbedder(),
-                                          index_cache=tmp_path / "b", progress=paused)
-        except Exception as exc:  # noqa: BLE001 — what the slow build raised, for the test to look at
-            outcome["slow"] = exc
-
-    thread = threading.Thread(target=slow)
-    thread.start()
-    assert started.wait(timeout=120)
-    winner = _build(corpus, INDEX, tmp_path / "a")
-    before = len(bucket.log.requests)
-    first_published.set()
-    thread.join(timeout=300)
-
-    lost = outcome["slow"]
+    # the requests from the moment the winner has published on are the loser's
+    lost, (winner, before) = race(lambda paused: _build(corpus, INDEX, tmp_path / "b", progress=paused),
+                                  lambda: (_build(corpus, INDEX, tmp_path / "a"), len(bucket.log.requests)))
     assert isinstance(lost, PublishRaceError) and isinstance(lost, IndexWriteError)
     assert str(lost).startswith(f"{INDEX}: another build published first") and "\n" not in str(lost)
     # the loser wrote one object, refused: the claim of the generation's name, which the winner holds

@@ -8,7 +8,6 @@ tests/remote/test_index_in_a_bucket.py."""
 from __future__ import annotations
 
 import shutil
-import threading
 
 import pytest
 
@@ -23,6 +22,7 @@ from schemas.layout import IndexPaths, read_current
 
 from conftest import SAMPLE_CORPUS, chunk_with
 from doubles import HashingEmbedder
+from races import race
 from same_generation import assert_same_generation, live_generation
 
 QUERIES = ["overage price per API call", "refund policy", "getting started"]
@@ -92,26 +92,8 @@ def test_of_two_builds_racing_from_one_current_in_azure_exactly_one_publishes(az
     _build(corpus, url, tmp_path / "a")
     _build(corpus, url, tmp_path / "b")  # both copies at generation 2
     (corpus / "getting-started.md").write_text("# Getting started\n\nA new first step.\n")
-    started, first_published = threading.Event(), threading.Event()
-    outcome: dict = {}
-
-    def paused(event) -> None:  # the slow build: its copy is at the bucket's CURRENT, and it waits
-        started.set()
-        first_published.wait(timeout=120)
-
-    def slow() -> None:
-        try:
-            outcome["slow"] = _build(corpus, url, tmp_path / "b", progress=paused)
-        except Exception as exc:  # noqa: BLE001 — what the slow build raised, for the test to look at
-            outcome["slow"] = exc
-
-    thread = threading.Thread(target=slow)
-    thread.start()
-    assert started.wait(timeout=120)
-    winner = _build(corpus, url, tmp_path / "a")
-    first_published.set()
-    thread.join(timeout=300)
-    lost = outcome["slow"]
+    lost, winner = race(lambda paused: _build(corpus, url, tmp_path / "b", progress=paused),
+                        lambda: _build(corpus, url, tmp_path / "a"))
     assert isinstance(lost, PublishRaceError) and str(lost).startswith(f"{url}: another build published first")
     assert _current(azure) == winner.generation == "000003" and read_current(IndexPaths(tmp_path / "b")) == "000002"
     assert fsck(url) == []
