@@ -1,4 +1,5 @@
-"""The index in an object store (``s3://bucket/prefix``): built (and checked) as a local copy of it.
+"""The index in an object store (``s3://bucket/prefix``, ``az://container/prefix``): built (and checked)
+as a local copy of it.
 
 Every file of an index but CURRENT (and LOCK) is written once and never changed, so a local copy
 of a bucket's index (a cache folder) is brought up to the bucket's live generation by fetching the
@@ -14,7 +15,8 @@ generation references (retired generations, a failed build's debris) are removed
 A reader (``LocalCopy(lazy=True)``) keeps a folder of its own in the copy's: the live generation's
 manifest and deletions, fetched without a listing; ``ingest.store.ranged`` fetches the rest as it
 is read. Requests go through the store's fsspec driver (``ingest.corpus.store``: its credentials
-chain, retries and error lines).
+chain, retries and error lines), in the store's own dialect of conditional writes and ranged
+reads (``ingest.store.objects``).
 
 Known gap: a text or source that only a retiring generation references is removed after a publish;
 a build that listed the bucket in the seconds between that publish and the removal, and whose new
