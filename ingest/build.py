@@ -27,7 +27,7 @@ import pyarrow.compute as pc
 from ingest.corpus import CorpusFile, Discovery, SkippedFile, discover, is_store_url, local_path_of
 from ingest.embed import Embedder
 from ingest.run import Executor, LocalExecutor
-from ingest.store import build_vector_index, check_factory, plan_index
+from ingest.store import build_vector_index, check_factory, expected_template, plan_index
 from ingest.formats import LayoutError, LayoutStats, close_shared_browser, layout_engine
 from ingest.formats import OfficeLayoutStats, office_renderer_engine, office_renderer_unavailable
 from ingest.store import BuildLock
@@ -215,10 +215,14 @@ def _build_locked(corpus, paths, settings, model, executor, embedder, ocr_skippe
     target = SegmentTarget(paths, name, embedder.model_id, embedder.dim, settings.embed_batch,
                            live.generation.manifest.next_vector_id if live else 0,
                            mtimes_trusted_before(time.time_ns()))  # taken before any file is read
+    if bucket:  # the name is this build's before anything is written under it, here or by writers elsewhere
+        bucket[0].claim(name, bucket[1])
+        target = dataclasses.replace(target, bucket_url=bucket[0].url,
+                                     shard_template=_expected_template(paths, live, settings, embedder.dim))
     sink = executor.segment_sink(target, embedder, live)
     try:
         manifest = _write_generation(corpus, paths, settings, model, executor, embedder, live, sink, report,
-                                     progress, office_skipped, generation_tmp)
+                                     progress, office_skipped, generation_tmp, bucket and bucket[0])
         os.rename(generation_tmp, paths.generation(name))
         fsync_dir(paths.generations)
         if bucket:
@@ -275,8 +279,18 @@ def _os_reason(exc: OSError, root: Path) -> str:
     return f"{exc.strerror or exc} ({where})"
 
 
+def _expected_template(paths: IndexPaths, live, settings: BuildSettings, dim: int) -> tuple[str, bytes] | None:
+    """The vector template this build's new segments' shards will most likely be copies of (``expected_template``)."""
+    from schemas.manifest import ann_params
+
+    manifest = live.generation.manifest if live else None
+    planned = plan_index(manifest.n_chunks if manifest else 0, settings.faiss_factory)
+    return expected_template(paths, ann_params(manifest) if manifest else None, planned, dim)
+
+
 def _write_generation(corpus, paths, settings, model, executor, embedder, live, sink: SegmentSink, report, progress,
-                      office_skipped: str = "", generation_tmp: Path | None = None) -> Manifest:
+                      office_skipped: str = "", generation_tmp: Path | None = None,
+                      bucket: IndexBucket | None = None) -> Manifest:
     found = corpus if isinstance(corpus, Discovery) else discover(
         corpus, follow_symlinks=settings.follow_symlinks, index_folder=paths.root)
     files, report.skipped = found.files, found.skipped
@@ -364,6 +378,8 @@ def _write_generation(corpus, paths, settings, model, executor, embedder, live, 
             report.worker_peak_rss_mb = max(report.worker_peak_rss_mb, result.peak_rss_kb / 1024)
             writer_added(record, record.status.value)
     written_segments = sink.finish()
+    if bucket:  # what writers on the cluster uploaded themselves: the copy reads it from the bucket
+        bucket.learn(written_segments.uploaded)
     _tally(report, documents_table(written))
     if unchanged:
         kept = live.documents(unchanged)
@@ -390,7 +406,7 @@ def _write_generation(corpus, paths, settings, model, executor, embedder, live, 
     refs = [r for r in refs if r.name not in emptied]
     masked = {k: v for k, v in masked.items() if k not in emptied}
     next_id = written_segments.next_vector_id
-    final = open_segments(paths.segments, refs, embedder.dim, masked)
+    final = open_segments(paths.segments, refs, embedder.dim, masked, paths.files)
     to_merge = plan_merge(refs, everything=settings.merge_all)
     if to_merge:
         merged = write_merged(paths, final, to_merge, report.generation, next_id, embedder.model_id, embedder.dim)
@@ -398,7 +414,7 @@ def _write_generation(corpus, paths, settings, model, executor, embedder, live, 
         report.merged = len(to_merge)
         refs = [r for r in refs if r.name not in to_merge] + [merged]
         masked = {k: v for k, v in masked.items() if k not in to_merge}
-        final = open_segments(paths.segments, refs, embedder.dim, masked)
+        final = open_segments(paths.segments, refs, embedder.dim, masked, paths.files)
     report.segments = len(refs)
     ann, faiss_warning = vector_index(paths, final, settings.faiss_factory,
                                       live.generation.manifest if live else None, n_live_chunks, report)

@@ -7,7 +7,8 @@ INDEX/
   segments/<seg>/         immutable rows of some documents: every table, vectors.f32, lexical.parquet, segment.json
   ann/<template>/         a trained empty FAISS index (template.faiss) and each segment's shard of it
   generations/<gen>/      one complete, immutable generation: manifest.json (its segments),
-                          deleted.parquet (documents it masks in them)
+                          deleted.parquet (documents it masks in them); in a bucket, claim.json
+                          (the build that holds the name)
   texts/<hex>.txt         document texts by doc_version, shared by generations
   sources/<sha256>.<ext>  original files by content hash (the viewer renders them)
   sources/<sha256>.decoded.html   HTML sources as decoded: what src offsets index
@@ -61,6 +62,9 @@ DELETED_FILE = "deleted.parquet"  # (segment, doc_id): the documents a generatio
 SEGMENT_FILES = (*TABLE_FILES.values(), VECTORS_FILE, LEXICAL_FILE, HITS_FILE)
 # Every file of a complete generation besides its manifest.
 GENERATION_FILES = (DELETED_FILE,)
+# In an index in a bucket, a generation's first object, written before any other under its name and
+# only where none is (``If-None-Match``): of two builds that chose one name, one writes under it.
+CLAIM = "claim.json"
 
 
 class IndexFiles:

@@ -230,16 +230,18 @@ class RayExecutor:
     def segment_sink(self, target: SegmentTarget, embedder: Embedder, live=None) -> SegmentSink:
         """Where the build's rows are written (``ingest.run.ray_segments``): by writer actors, a
         segment per run of ``RaySettings.segment_documents`` files, on the driver's node (on any
-        node with ``RaySettings.shared_index``); by the driver itself when it is a Ray Client,
-        whose index folder no node of the cluster reaches. ``embedder``: this build's (``embedding``)."""
+        node with ``RaySettings.shared_index``, or for an index in a bucket, which writers upload
+        to themselves); by the driver itself when it is a Ray Client whose index folder no node of
+        the cluster reaches. ``embedder``: this build's (``embedding``)."""
         from ingest.run.ray_segments import DriverSegmentSink, RaySegmentSink
 
         ray = self._require()
         if not isinstance(embedder, RayEmbedder):
             raise TypeError("a Ray build embeds with the executor's actors: RayExecutor.embedding")
-        if ray.util.client.ray.is_connected() and not self.settings.shared_index:
+        anywhere = self.settings.shared_index or bool(target.bucket_url)
+        if ray.util.client.ray.is_connected() and not anywhere:
             return DriverSegmentSink(self, target, embedder, live)
-        node = None if self.settings.shared_index else ray.get_runtime_context().get_node_id()
+        node = None if anywhere else ray.get_runtime_context().get_node_id()
         return RaySegmentSink(ray, target, embedder.actors, self.settings.segment_documents, live, node)
 
     def _finish(self, flight: _Flight, window: collections.deque[_Flight], timeout_s: float | None) -> DocResult:

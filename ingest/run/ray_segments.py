@@ -9,14 +9,25 @@ knows each file's chunk count from its summary, so it gives each writer the firs
 of its run, and the vector ids, the rows and their order are those of a local build. What
 comes back is what the manifest needs: the segment's ref and its counts. The driver's memory
 therefore holds no table, however large the corpus.
+
+For an index in a bucket (``SegmentTarget.bucket_url``) writers run on any node: each writes its
+segment, the texts and sources of its documents and the segment's vector shard (of the template
+the driver expects to keep) in a folder of its own on its node, uploads them to the bucket under
+the generation the build has claimed, and removes the folder. The driver uploads only the
+generation's manifest and deletions: no folder is shared, and no segment passes through the driver.
 """
 
 from __future__ import annotations
 
 import collections
+import dataclasses
+import shutil
+import tempfile
+from pathlib import Path
 
 import numpy as np
 
+from ingest.corpus import store_location
 from ingest.run.ray_nodes import check_code, code_fingerprint
 from ingest.run.segment_sink import (
     KnownChunks,
@@ -28,7 +39,8 @@ from ingest.run.segment_sink import (
     segment_folder,
 )
 from ingest.run.worker import DocResult, DocRows, store_document
-from schemas.errors import ClusterError, SpanindexError
+from schemas.errors import ClusterError, IndexWriteError, SpanindexError
+from schemas.layout import IndexPaths
 from schemas.records import DocumentRecord
 
 CALLS_AHEAD = 64  # documents sent to writers and not yet written: what the object store holds for them
@@ -44,6 +56,10 @@ class SegmentWriterActor:
         from ingest.run.ray_driver import RayEmbedder
 
         check_code(expected_code)
+        self.scratch = None  # an index in a bucket: this writer's own folder on its node, uploaded at the end
+        if target.bucket_url:
+            self.scratch = Path(tempfile.mkdtemp(prefix=f"spanindex-segment-{name}-"))
+            target = dataclasses.replace(target, paths=IndexPaths(self.scratch))
         self.target = target
         self.name = name
         target.paths.segments.mkdir(parents=True, exist_ok=True)
@@ -60,10 +76,32 @@ class SegmentWriterActor:
         self.feed.add(record, rows)
 
     def finish(self) -> SinkReport:
-        return self.feed.finish(self.name)
+        report = self.feed.finish(self.name)
+        if self.scratch is not None:
+            try:
+                report.uploaded = self._upload(report)
+            finally:
+                shutil.rmtree(self.scratch, ignore_errors=True)
+        return report
+
+    def _upload(self, report: SinkReport) -> dict[str, int]:
+        """The segment, its shard and its documents' texts and sources, uploaded to the index's bucket."""
+        from ingest.store import IndexBucket, write_shard
+        from schemas.segments import open_segments
+
+        paths, target = self.target.paths, self.target
+        if report.segments and target.shard_template is not None:
+            segment = open_segments(paths.segments, report.segments, target.dim, {}).segments[0]
+            write_shard(paths, *target.shard_template, segment)
+        keys = [path.relative_to(self.scratch).as_posix() for folder in ("segments", "ann", "texts", "sources")
+                for path in sorted((self.scratch / folder).rglob("*")) if path.is_file()]
+        bucket = IndexBucket(target.bucket_url, self.scratch, error=IndexWriteError)
+        return bucket.upload_written(target.generation, keys)
 
     def abort(self) -> None:
         self.feed.abort()
+        if self.scratch is not None:  # what it uploaded is debris the next build removes
+            shutil.rmtree(self.scratch, ignore_errors=True)
 
 
 class RaySegmentSink:
@@ -80,11 +118,16 @@ class RaySegmentSink:
         self.live = live  # the live generation (ingest.store.LiveGeneration): known vectors are read from it
         self.next_vector_id = target.first_vector_id
         options = dict(num_cpus=0, max_restarts=0)
+        location = store_location()
+        if target.bucket_url and location:  # where the index's URL points, as the driver sees it (never a credential)
+            options["runtime_env"] = {"env_vars": location}
         if node_id is not None:  # the index folder is the driver's node's: writers run there
             from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
             options["scheduling_strategy"] = NodeAffinitySchedulingStrategy(node_id, soft=False)
         self._writer_class = ray.remote(**options)(SegmentWriterActor)
+        # the driver's copy of an index in a bucket reads through its bucket: writers are given the folder's name only
+        self._shipped = dataclasses.replace(target, paths=IndexPaths(target.paths.root))
         self._writers: list = []  # every writer started, in vector id order
         self._writer = None  # the one taking documents now
         self._in_writer = 0
@@ -109,7 +152,7 @@ class RaySegmentSink:
 
     def _start_writer(self) -> None:
         name = f"{self.target.generation}-{len(self._writers):04d}"
-        self._writer = self._writer_class.remote(self.target, name, self.next_vector_id, self.embed_actors,
+        self._writer = self._writer_class.remote(self._shipped, name, self.next_vector_id, self.embed_actors,
                                                  code_fingerprint())
         self._writers.append(self._writer)
         self._in_writer = 0

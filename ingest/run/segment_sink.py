@@ -39,6 +39,10 @@ class SegmentTarget:
     embed_batch: int
     first_vector_id: int
     mtimes_trusted_before_ns: int  # taken before the build read any file (ingest.run.worker)
+    # An index in a bucket: its URL, where writers that run elsewhere upload their segments themselves
+    # (the build has claimed its generation's name there), and the vector template they write shards of.
+    bucket_url: str = ""
+    shard_template: tuple[str, bytes] | None = None  # (name, bytes): ingest.store.ann_shards.expected_template
 
 
 @dataclass(slots=True)
@@ -52,6 +56,7 @@ class SinkReport:
     embed_seconds: float = 0.0
     lexical_seconds: float = 0.0
     ocr_pages: int = 0
+    uploaded: dict[str, int] = field(default_factory=dict)  # objects writers put in the index's bucket, with sizes
 
     def add(self, other: SinkReport) -> None:
         """``other``'s segments after this one's, its costs added (the next id is the caller's)."""
@@ -61,6 +66,7 @@ class SinkReport:
         self.embed_seconds += other.embed_seconds
         self.lexical_seconds += other.lexical_seconds
         self.ocr_pages += other.ocr_pages
+        self.uploaded.update(other.uploaded)
 
 
 KnownChunks = list[tuple[str, int]]  # (embed_sha256, live vector id) a build has just learnt of

@@ -8,15 +8,16 @@ the lexical analyser from here); ``spill`` carries large tables from workers thr
 allows one build per index; ``publish`` makes files durable and a generation live;
 ``retention`` retires old generations and unreferenced files; ``bucket`` keeps an index in an
 object store as a local copy, brought up to date before and published after; ``ranged`` gives a
-reader the files of an index in a bucket, fetched as they are read (byte ranges, a bounded cache).
+reader (and a build's copy) the files of an index in a bucket, fetched as they are read (byte
+ranges, a bounded cache).
 """
 
 import lazy_loader
 
 __getattr__, __dir__, __all__ = lazy_loader.attach(__name__, submod_attrs={
     "bucket": ["BucketState", "IndexBucket", "LocalCopy", "default_cache", "local_copy"],
-    "ranged": ["BLOCK", "DEFAULT_CACHE_BYTES", "BucketFiles", "CacheFolder"],
-    "ann_shards": ["build_vector_index", "write_shards"],
+    "ranged": ["BLOCK", "DEFAULT_CACHE_BYTES", "BucketFiles", "CacheFolder", "CopyFiles"],
+    "ann_shards": ["build_vector_index", "expected_template", "write_shard", "write_shards"],
     "faiss_index": ["apply_search_params", "attach_quantizer", "build_ann", "check_factory", "plan_index", "shard_bytes"],
     "lexical": ["ANALYSED_CHUNK_COLUMNS", "B", "K1", "LEXICAL_CHUNK_COLUMNS", "METHOD", "TOKENIZER_VERSION", "bm25_idf", "bm25_weights",
                 "chunk_analyses", "lexical_table", "lexical_texts", "lexical_tokens", "query_tokens", "token_forms",

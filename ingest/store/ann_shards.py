@@ -43,7 +43,7 @@ def keep_reason(live: AnnParams | None, planned: AnnParams, n_new: int, paths: I
     embedded for the first time by this build (known vectors move no centroid)."""
     if live is None or not live.template:
         return "no live vector index to keep"
-    if not paths.ann_template(live.template).is_file():
+    if not paths.files.exists(paths.ann_template(live.template)):
         return f"template {live.template} is missing: trained again"
     if live.factory != planned.factory or live.requested != planned.requested:
         return f"the index changes from {live.factory} to {planned.factory}"
@@ -74,12 +74,17 @@ def train_template(live: LiveSegments, params: AnnParams, dim: int) -> tuple[obj
     return template, dataclasses.replace(params, trained_on=len(ids), added_since_training=0), ""
 
 
-def write_template(paths: IndexPaths, template) -> str:
-    """Write a template once, named by its content; its name."""
+def named_template(template) -> tuple[str, bytes]:
+    """A template's name (of its content) and its bytes."""
     import faiss
 
     data = faiss.serialize_index(template).tobytes()
-    name = hashlib.sha256(data).hexdigest()[:16]
+    return hashlib.sha256(data).hexdigest()[:16], data
+
+
+def write_template(paths: IndexPaths, template) -> str:
+    """Write a template once, named by its content; its name."""
+    name, data = named_template(template)
     _write_once(paths.ann_template(name), data)
     return name
 
@@ -107,13 +112,34 @@ def write_shards(paths: IndexPaths, live: LiveSegments, template_name: str) -> i
     written = 0
     for segment in live.segments:
         path = paths.ann_shard(template_name, segment.name)
-        if path.is_file():
+        if paths.files.exists(path):  # in the index (or its bucket): written when its segment was
             continue
         if template is None:
-            template = faiss.read_index(str(paths.ann_template(template_name)))
+            template = faiss.read_index(str(paths.files.local(paths.ann_template(template_name))))
         _write_once(path, shard_bytes(shard_of(template, segment)))
         written += 1
     return written
+
+
+def expected_template(paths: IndexPaths, live: AnnParams | None, planned: AnnParams, dim: int) -> tuple[str, bytes] | None:
+    """The template the shards of a build's new segments will be copies of, where it is known before the
+    build has run: the live one, where it is kept for now, or a planned index that needs no training
+    (Flat, HNSW). (Its name, its bytes); None where only the end of the build can tell. Segment writers
+    that run elsewhere write their shards of it; where the build ends up with another, it writes them."""
+    import faiss
+
+    if not keep_reason(live, planned, 0, paths):
+        return live.template, paths.files.local(paths.ann_template(live.template)).read_bytes()
+    template = faiss.index_factory(dim, planned.factory, faiss.METRIC_INNER_PRODUCT)
+    return named_template(template) if template.is_trained else None
+
+
+def write_shard(paths: IndexPaths, template_name: str, template_bytes: bytes, segment: SegmentFiles) -> None:
+    """The shard of ``segment`` of the given template (``expected_template``), written beside it."""
+    import faiss
+
+    template = faiss.deserialize_index(np.frombuffer(template_bytes, dtype=np.uint8))
+    _write_once(paths.ann_shard(template_name, segment.name), shard_bytes(shard_of(template, segment)))
 
 
 def build_vector_index(paths: IndexPaths, live: LiveSegments, live_params: AnnParams | None, planned: AnnParams,

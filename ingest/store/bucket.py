@@ -1,14 +1,15 @@
-"""The index in an object store (``s3://bucket/prefix``, ``az://container/prefix``): built (and checked)
-as a local copy of it.
+"""The index in an object store (``s3://bucket/prefix``, ``az://container/prefix``): built in a local
+copy of it, read through one.
 
-Every file of an index but CURRENT (and LOCK) is written once and never changed, so a local copy
-of a bucket's index (a cache folder) is brought up to the bucket's live generation by fetching the
-objects that generation references and the copy lacks: a file present by name and size is valid.
-A reader then reads the copy as a folder; a build builds in it as in a folder, uploads the objects
-of its generation that the bucket lacks (with ``If-None-Match: *``; the first one claims the
-generation's name), and only then replaces the bucket's CURRENT with a conditional write,
-``If-Match`` the ETag of the CURRENT it started from (``If-None-Match: *`` for a first build): of
-two builds that started from one CURRENT, one publishes and the other is refused
+Every file of an index but CURRENT (and LOCK) is written once and never changed, so a file a copy
+holds by name and size is valid. A build's copy holds its generations' manifests and deletions and
+what the build writes; it reads any other file from the bucket as a reader does, the byte ranges it
+needs (``ingest.store.ranged.CopyFiles``). A build first claims its generation's name (``CLAIM``,
+written with ``If-None-Match: *``: of two builds that chose one name, the second is refused before
+it writes anything); then it, or its segment writers on a cluster, upload its objects (again only
+where none is); its manifest last; and only then it replaces the bucket's CURRENT with a conditional
+write, ``If-Match`` the ETag of the CURRENT it started from (``If-None-Match: *`` for a first build):
+of two builds that started from one CURRENT, one publishes and the other is refused
 (``PublishRaceError``) with nothing of it live. After publishing, the objects that no kept
 generation references (retired generations, a failed build's debris) are removed.
 
@@ -26,6 +27,7 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
+import json
 import os
 import shutil
 import time
@@ -40,8 +42,18 @@ from ingest.store.previous import PublishedGeneration
 from ingest.store.publish import publish
 from ingest.store.retention import remove_unreferenced_segments
 from schemas.errors import CorpusError, IndexFormatError, IndexWriteError, PublishRaceError, SpanindexError
-from ingest.store.ranged import CACHE_FOLDER, DEFAULT_CACHE_BYTES, BucketFiles
-from schemas.layout import CURRENT, DELETED_FILE, LOCAL_FILES, LOCK, MANIFEST, IndexPaths, read_current, version_hex
+from ingest.store.ranged import CACHE_FOLDER, DEFAULT_CACHE_BYTES, BucketFiles, CopyFiles
+from schemas.layout import (
+    CLAIM,
+    CURRENT,
+    DELETED_FILE,
+    LOCAL_FILES,
+    LOCK,
+    MANIFEST,
+    IndexPaths,
+    read_current,
+    version_hex,
+)
 from schemas.manifest import ann_params, read_manifest
 
 # Requests in flight at once while objects are fetched, uploaded or removed.
@@ -75,8 +87,9 @@ class BucketState:
     objects: dict[str, int] = field(default_factory=dict)  # key relative to the prefix -> bytes
 
     def generations(self) -> list[str]:
-        """Every published generation the bucket holds (the live one and older)."""
-        names = {key.split("/")[1] for key in self.objects if key.startswith("generations/") and key.count("/") == 2}
+        """Every published generation the bucket holds (the live one and older; not a claim that never published)."""
+        names = {key.split("/")[1] for key in self.objects
+                 if key.startswith("generations/") and key.endswith(f"/{MANIFEST}") and key.count("/") == 2}
         return sorted(n for n in names if n.isdigit() and self.live is not None and n <= self.live)
 
     def highest_name(self) -> str:
@@ -103,9 +116,12 @@ class IndexBucket:
         if self.objects is None:
             raise error(f"{self.url}: an index in {self.url.split('://')[0]}:// is not supported yet: s3:// and az:// only")
         self.prefix = prefix.strip("/")
-        self.paths = IndexPaths(Path(cache) if cache else default_cache(self.url))
+        self.listed: dict[str, int] = {}  # the objects under the prefix, by key: as last listed, and uploaded since
+        root = Path(cache) if cache else default_cache(self.url)
+        self.paths = IndexPaths(root, CopyFiles(self, self.listed, root))  # what the copy lacks is read from the bucket
         self._trusted_up_to = ""  # the copy's live generation before it is brought up to date
         self._fetched: set[str] = set()  # keys fetched from the bucket by this object
+        self._claimed = ""  # the generation name this object's build holds in the bucket
 
     def _key(self, relative: str) -> str:
         return f"{self.prefix}/{relative}" if self.prefix else relative
@@ -130,22 +146,31 @@ class IndexBucket:
         return BucketState(live, etag, objects)
 
     def bring_up_to_date(self, *, every_generation: bool = False, unless_etag: str | None = None) -> BucketState:
-        """Fetch what the local copy lacks of the live generation (``every_generation``: of every
-        generation the bucket holds, as a build needs to retire them; their texts and sources
-        excepted), then make it the copy's live generation. ``unless_etag``: CURRENT's ETag when
-        the copy was last brought up to date; while it is the same, one request and nothing more."""
+        """Fetch what the local copy lacks of the live generation, then make it the copy's live
+        generation. ``every_generation``: a build's copy, which holds the manifests and deletions
+        of every generation the bucket holds (it retires them) and reads the rest from the bucket
+        as it needs it (``self.paths.files``). ``unless_etag``: CURRENT's ETag when the copy was
+        last brought up to date; while it is the same, one request and nothing more."""
         state = self.state(unless_etag)
-        if state.live is None or (unless_etag is not None and state.etag == unless_etag):
+        if unless_etag is not None and state.etag == unless_etag:
+            return state
+        self.listed.clear()
+        self.listed.update(state.objects)
+        if state.live is None:
             return state
         names = state.generations() if every_generation else [state.live]
         if state.live not in names:
             raise self._error(f"{self.url}: CURRENT names generation {state.live}, which the bucket does not hold")
         self.paths.root.mkdir(parents=True, exist_ok=True)
         self._trusted_up_to = read_current(self.paths) or ""
-        self._fetch(state, lambda key: key.split("/")[0] == "generations" and key.split("/")[1] in names)
-        self._fetch(state, references(self.paths, names, files_of=[]))
-        self._fetch(state, references(self.paths, [state.live]))
-        if every_generation:  # a generation the bucket no longer holds is not the copy's either
+        if state.live < self._trusted_up_to:  # generations numbered anew: what the cache holds was another index's
+            shutil.rmtree(self.paths.root / CACHE_FOLDER, ignore_errors=True)
+        self._fetch(state, lambda key: key.split("/")[0] == "generations" and key.split("/")[1] in names
+                    and key.split("/")[-1] != CLAIM)
+        if not every_generation:
+            self._fetch(state, references(self.paths, names, files_of=[]))
+            self._fetch(state, references(self.paths, [state.live]))
+        else:  # a generation the bucket no longer holds is not the copy's either
             for folder in self.paths.generations.iterdir():
                 if folder.name.isdigit() and folder.name not in names:
                     shutil.rmtree(folder, ignore_errors=True)
@@ -243,21 +268,49 @@ class IndexBucket:
 
     # -- publishing a generation built in the local copy
 
+    def claim(self, name: str, started: BucketState) -> None:
+        """Write generation ``name``'s claim, the build's first object under that name (once): of two
+        builds that chose one name, the second is refused here (``PublishRaceError``), having written nothing."""
+        if self._claimed == name:
+            return
+        key = f"generations/{name}/{CLAIM}"
+        data = json.dumps({"generation": name, "build": uuid.uuid4().hex,
+                           "claimed_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}).encode("utf-8")
+        try:
+            try:
+                self._run(self._put(key, data, None))
+            except FileExistsError:  # another build's, or a retried request's whose first try landed
+                if not self._run(self._holds(key, data)):
+                    raise self._lost(name, started, f"another build is writing generation {name}") from None
+        except SpanindexError:
+            raise
+        except Exception as exc:  # noqa: BLE001 — each driver raises its own types
+            raise self._unpublished(exc, started) from None
+        self._claimed = name
+        self.listed[key] = len(data)
+
     def publish(self, name: str, started: BucketState) -> None:
-        """Upload what generation ``name`` references and the bucket lacks, then make it live with a
-        conditional write of CURRENT; ``PublishRaceError`` when another build published first."""
+        """Upload what generation ``name`` references and the bucket lacks (its segment writers' uploads
+        aside), then make it live with a conditional write of CURRENT; ``PublishRaceError`` when another
+        build published first: checked before anything is uploaded, and by the write of CURRENT."""
+        try:
+            live, etag = self._run(self._read_current())
+        except Exception as exc:  # noqa: BLE001
+            raise self._unpublished(exc, started) from None
+        if live == name and self._claimed == name:  # a retried publish whose CURRENT landed
+            return
+        if etag != started.etag:
+            raise self._lost(name, started)
+        self.claim(name, started)
         wanted = references(self.paths, [name])
         local = [path.relative_to(self.paths.root).as_posix() for path in _files(self.paths.root)]
         new = [key for key in local if wanted(key) and started.objects.get(key) != (self.paths.root / key).stat().st_size]
-        # The generation's deletions list first and alone: it claims the name (of two builds that
-        # chose it, the second is refused there, having written nothing); then everything the
-        # generation reads; its manifest last of all.
-        claim = f"generations/{name}/{DELETED_FILE}"
-        for group in (lambda k: k == claim,
-                      lambda k: not k.startswith("generations/"),
-                      lambda k: k.startswith("generations/") and k not in (claim, f"generations/{name}/{MANIFEST}"),
-                      lambda k: k == f"generations/{name}/{MANIFEST}"):
-            self._upload([key for key in new if group(key)], name, started, claim)
+        # Everything the generation reads, then its deletions, its manifest last of all.
+        manifest = f"generations/{name}/{MANIFEST}"
+        for group in (lambda k: not k.startswith("generations/"),
+                      lambda k: k.startswith("generations/") and k != manifest,
+                      lambda k: k == manifest):
+            self._upload([key for key in new if group(key)], name, started)
         current = (name + "\n").encode("utf-8")
         try:
             self._run(self._put(CURRENT, current, started.etag))
@@ -271,15 +324,22 @@ class IndexBucket:
             if not ours:
                 raise self._lost(name, started) from None
 
-    def _upload(self, keys: list[str], name: str, started: BucketState, claim: str) -> None:
+    def _upload(self, keys: list[str], name: str, started: BucketState | None) -> None:
         try:
-            self._run(_all(self._upload_one(key, key == claim) for key in keys))
-        except FileExistsError:  # a generation's object is there: another build wrote this name
-            raise self._lost(name, started) from None
+            self._run(_all(self._upload_one(key) for key in keys))
+        except FileExistsError:  # a generation's object is there with other bytes: another build wrote this name
+            raise self._lost(name, started, f"another build is writing generation {name}") from None
         except Exception as exc:  # noqa: BLE001
             raise self._unpublished(exc, started) from None
+        self.listed.update((key, (self.paths.root / key).stat().st_size) for key in keys)
 
-    async def _upload_one(self, key: str, claim: bool) -> None:
+    def upload_written(self, name: str, keys: list[str]) -> dict[str, int]:
+        """A segment writer's: the objects it wrote in this copy (its own folder) for generation ``name``,
+        which the build has claimed, uploaded where the bucket lacks them. Their keys and sizes."""
+        self._upload(keys, name, None)
+        return {key: self.listed[key] for key in keys}
+
+    async def _upload_one(self, key: str) -> None:
         path = self.paths.root / key
         if path.stat().st_size > PART_BYTES:
             await self.objects.put_in_parts(self._key(key), path, PART_BYTES)
@@ -288,8 +348,6 @@ class IndexBucket:
         try:
             await self._put(key, data, None)
         except FileExistsError:
-            if claim:  # another build holds the name, though its bytes may be these (the same corpus
-                raise  # built twice); or a retry whose first try landed: a build refused, never a wrong one
             # Past the claim, no other build writes under this generation's name: the same contents are
             # a retried request's whose first try landed (or a text or source another build stored).
             if key.startswith(CONTENT_ADDRESSED) or await self._holds(key, data):
@@ -305,14 +363,22 @@ class IndexBucket:
         """Whether the bucket's object is ``data`` (the MD5 the store keeps of a single put)."""
         return await self.objects.md5(self._key(key)) == md5_hex(data)
 
-    def _lost(self, name: str, started: BucketState) -> PublishRaceError:
+    def _lost(self, name: str, started: BucketState | None, what: str = "another build published first") -> PublishRaceError:
+        if started is None:
+            return PublishRaceError(f"{self.url}: {what}; generation {name} was not published")
         since = f"generation {started.live}" if started.live else "an empty bucket"
-        return PublishRaceError(f"{self.url}: another build published first (this one started from {since}); "
-                                f"generation {name} was not published")
+        return PublishRaceError(f"{self.url}: {what} (this one started from {since}); generation {name} was not published")
 
-    def _unpublished(self, exc: BaseException, started: BucketState) -> IndexWriteError:
-        after = f"generation {started.live} is still live" if started.live else "nothing was published"
+    def _unpublished(self, exc: BaseException, started: BucketState | None) -> IndexWriteError:
+        if started is None:  # a segment writer's
+            after = "nothing was published"
+        else:
+            after = f"generation {started.live} is still live" if started.live else "nothing was published"
         return IndexWriteError(f"cannot write the index {self.url}: {store_failure(exc, 'writing')}; {after}")
+
+    def learn(self, uploaded: dict[str, int]) -> None:
+        """Objects the build's segment writers uploaded: the bucket has them (``self.paths.files`` reads them there)."""
+        self.listed.update(uploaded)
 
     # -- after publishing
 

@@ -30,7 +30,7 @@ class PublishedGeneration:
                 raise IndexFormatError(f"{self.dir / file_name}: missing")
         self.deleted = read_deleted(self.dir / DELETED_FILE, str(self.dir / DELETED_FILE))
         self.live: LiveSegments = open_segments(paths.segments, self.manifest.segments, self.manifest.model_dim,
-                                                self.deleted)
+                                                self.deleted, paths.files)
 
     def table(self, name: str, columns: list[str] | None = None) -> pa.Table:
         """A table's live rows across the segments (or some columns of them)."""

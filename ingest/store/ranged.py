@@ -14,6 +14,10 @@ stays valid.
 
 The reader's folder (``<local copy>/reader``): ``CURRENT`` and ``generations/<name>/`` as in an
 index folder, ``cache/blocks/<key hash>/<block>`` and ``/size``, ``cache/whole/<key>``.
+
+A build's copy reads the same way (``CopyFiles``): what the copy holds from it, the rest from the
+bucket into ``<local copy>/cache``, so a build on a machine whose copy is empty reads the columns
+and rows it needs of the live segments, not the segments.
 """
 from __future__ import annotations
 
@@ -127,9 +131,9 @@ class BucketFiles(IndexFiles):
 
     lazy = True
 
-    def __init__(self, bucket, limit_bytes: int = DEFAULT_CACHE_BYTES) -> None:
+    def __init__(self, bucket, limit_bytes: int = DEFAULT_CACHE_BYTES, root: Path | None = None) -> None:
         self.bucket = bucket
-        self.root = bucket.paths.root
+        self.root = bucket.paths.root if root is None else root
         self.cache = CacheFolder(self.root / CACHE_FOLDER, limit_bytes)
         self._absent: set[str] = set()
 
@@ -223,6 +227,26 @@ class BucketFiles(IndexFiles):
                 blocks[block] = piece
         joined = b"".join(blocks[block] for block in range(first, last + 1))
         return joined[start - first * BLOCK:end - first * BLOCK]
+
+
+class CopyFiles(BucketFiles):
+    """The files of a build's copy of an index in a bucket (``bucket``: ``ingest.store.bucket.IndexBucket``).
+
+    The copy holds its generations' manifests and deletions and what this build wrote; any other
+    file is read from the bucket as a reader reads it, into the copy's cache: the build reads
+    the columns and rows it needs of the segments it carries over, never the segments whole.
+    ``listed``: the objects the bucket holds, by key (the listing the build started from, and what
+    its segment writers uploaded since): a file is there if the copy or the bucket has it."""
+
+    def __init__(self, bucket, listed: dict[str, int], root: Path, limit_bytes: int = DEFAULT_CACHE_BYTES) -> None:
+        super().__init__(bucket, limit_bytes, root)
+        self.listed = listed
+
+    def _in_copy(self, path: Path) -> bool:
+        return path.is_file()
+
+    def exists(self, path: Path) -> bool:
+        return path.is_file() or self.key(path) in self.listed
 
 
 class RangedObject(io.RawIOBase):

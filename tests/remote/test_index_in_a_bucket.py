@@ -118,8 +118,9 @@ def test_a_rebuild_uploads_only_its_new_objects_and_removes_what_no_kept_generat
 
     before = len(bucket.log.requests)
     same = _build(corpus, INDEX, cache.root)
-    # what a build always writes: its generation's two files, then CURRENT
-    assert _puts(bucket, before) == sorted(["CURRENT", f"generations/{same.generation}/deleted.parquet",
+    # what a build always writes: its claim of the generation's name, its two files, then CURRENT
+    assert _puts(bucket, before) == sorted(["CURRENT", f"generations/{same.generation}/claim.json",
+                                            f"generations/{same.generation}/deleted.parquet",
                                             f"generations/{same.generation}/manifest.json"])
     assert not [r for r in bucket.log.requests[before:] if r.method == "GET" and "list-type" not in r.query
                 and not r.path.endswith("/CURRENT")]  # the local copy was up to date: nothing fetched
@@ -131,7 +132,8 @@ def test_a_rebuild_uploads_only_its_new_objects_and_removes_what_no_kept_generat
     assert changed.changed == 1
     puts = _puts(bucket, before)
     local_after = {p.relative_to(cache.root).as_posix() for p in cache.root.rglob("*") if p.is_file()}
-    assert puts == sorted({"CURRENT", *(local_after - local_before)}), "exactly the build's new files, each once"
+    assert puts == sorted({"CURRENT", f"generations/{changed.generation}/claim.json", *(local_after - local_before)}), \
+        "exactly the build's new files, each once"
     assert not set(puts) & uploaded - {"CURRENT"}
     assert any(k.startswith("segments/") for k in puts) and any(k.startswith("texts/") for k in puts)
 
@@ -147,6 +149,31 @@ def test_a_rebuild_uploads_only_its_new_objects_and_removes_what_no_kept_generat
     assert _current(bucket) == last.generation and fsck(INDEX) == []
 
 
+def test_a_build_on_another_machine_reads_the_byte_ranges_it_needs_of_the_live_segments(bucket, tmp_path):
+    """A build's copy holds the generations' manifests and deletions; of the segments it carries over
+    it reads the columns and rows it needs, through its cache: a reindex of one changed document from
+    an empty copy fetches a small part of the index, and builds what a folder builds."""
+    corpus = shutil.copytree(SAMPLE_CORPUS, tmp_path / "corpus")
+    _build(corpus, INDEX, tmp_path / "first-machine")
+    index_bytes = sum(_sizes(bucket).values())
+    (corpus / "docs" / "long-policy.md").write_text("# Changed\n\nA paragraph that was not there before.\n")
+    before = len(bucket.log.requests)
+    again = _build(corpus, INDEX, tmp_path / "second-machine")
+    fetched = sum(r.bytes_sent for r in bucket.log.requests[before:] if r.method == "GET")
+    assert again.changed == 1 and again.unchanged == again.n_files - 1
+    assert fetched < index_bytes / 10, (fetched, index_bytes)
+    copy = tmp_path / "second-machine"
+    assert not [p for p in copy.glob("segments/*/*") if not p.parent.name.startswith(again.generation)]
+    _build(corpus, tmp_path / "local")
+    assert_same_generation(local_index(INDEX, cache=tmp_path / "whole"), tmp_path / "local", atol=0, same_files=False)
+    assert fsck(INDEX) == []
+
+
+def _sizes(s3) -> dict[str, int]:
+    listed = s3.client().list_objects_v2(Bucket="index-bucket", Prefix="idx/").get("Contents", [])
+    return {o["Key"]: o["Size"] for o in listed}
+
+
 @pytest.mark.hostile("two builds publishing to one index in a bucket from the same CURRENT", "CLI error")
 def test_of_two_builds_racing_from_one_current_exactly_one_publishes(bucket, tmp_path):
     corpus = shutil.copytree(SAMPLE_CORPUS / "docs", tmp_path / "corpus")
@@ -157,14 +184,16 @@ def test_of_two_builds_racing_from_one_current_exactly_one_publishes(bucket, tmp
     lost, (winner, before) = race(lambda paused: _build(corpus, INDEX, tmp_path / "b", progress=paused),
                                   lambda: (_build(corpus, INDEX, tmp_path / "a"), len(bucket.log.requests)))
     assert isinstance(lost, PublishRaceError) and isinstance(lost, IndexWriteError)
-    assert str(lost).startswith(f"{INDEX}: another build published first") and "\n" not in str(lost)
-    # the loser wrote one object, refused: the claim of the generation's name, which the winner holds
-    assert _puts(bucket, before) == [f"generations/{winner.generation}/deleted.parquet"]
-    assert _current(bucket) == winner.generation == "000003"
+    assert str(lost) == (f"{INDEX}: another build published first (this one started from generation 000002); "
+                         "generation 000003 was not published")
+    # the loser claimed 000003 first, so the winner built 000004; seeing CURRENT moved, the loser wrote nothing more
+    assert _puts(bucket, before) == []
+    assert _current(bucket) == winner.generation == "000004"
     assert read_current(IndexPaths(tmp_path / "b")) == "000002"  # the loser's copy: its generation not live
     assert fsck(INDEX) == []
     again = _build(corpus, INDEX, tmp_path / "b")  # the loser's next build starts from the winner's generation
-    assert _current(bucket) == again.generation == "000004" and fsck(INDEX) == []
+    assert _current(bucket) == again.generation == "000005" and fsck(INDEX) == []
+    assert not [k for k in _keys(bucket) if k.startswith("generations/000003/")]  # the loser's claim: removed
 
 
 def test_a_conditional_current_refuses_a_stale_etag_and_a_second_first_build(bucket, tmp_path):
@@ -175,6 +204,8 @@ def test_a_conditional_current_refuses_a_stale_etag_and_a_second_first_build(buc
     bucket.client().put_object(Bucket="index-bucket", Key="idx/CURRENT", Body=b"000002\n")
     with pytest.raises(PublishRaceError, match="another build published first"):
         copy.publish(first.generation, started)
+    with pytest.raises(FileExistsError):  # and the conditional write itself, where CURRENT changes after that check
+        copy._run(copy.objects.put("idx/CURRENT", b"000003\n", started.etag))
     assert _current(bucket) == "000002"
     empty = IndexBucket("s3://index-bucket/other", tmp_path / "o").state()
     assert empty.live is None and empty.etag is None
@@ -182,13 +213,17 @@ def test_a_conditional_current_refuses_a_stale_etag_and_a_second_first_build(buc
     with pytest.raises(PublishRaceError):  # If-None-Match: * refuses a CURRENT that appeared meanwhile
         IndexBucket("s3://index-bucket/other", tmp_path / "a").publish(first.generation, empty)
     assert bucket.client().get_object(Bucket="index-bucket", Key="other/CURRENT")["Body"].read() == b"000007\n"
-    # refused, but CURRENT holds this build's bytes: a retried request whose first try landed
+    # CURRENT holds this build's generation, whose name it claimed: a retried publish whose first try landed
     landed = IndexBucket("s3://index-bucket/other", tmp_path / "a")
-    uploaded = landed.state()  # the generation's objects are all there: nothing more is uploaded
+    uploaded = landed.state()
+    landed.claim(first.generation, uploaded)
     bucket.client().put_object(Bucket="index-bucket", Key="other/CURRENT", Body=b"000001\n")
     before = len(bucket.log.requests)
     landed.publish(first.generation, uploaded)
-    assert [r.method for r in bucket.log.requests[before:]] == ["PUT", "HEAD"]
+    assert [r.method for r in bucket.log.requests[before:]] == ["GET"]
+    # another build's claim of the name refuses this one before it writes anything
+    with pytest.raises(PublishRaceError, match="another build is writing generation 000001"):
+        IndexBucket("s3://index-bucket/other", tmp_path / "o").claim(first.generation, uploaded)
 
 
 @pytest.mark.hostile("an index bucket that fails (HTTP 503 on every write) while a build uploads", "CLI error")
@@ -441,7 +476,8 @@ def test_the_build_that_loses_the_race_exits_5_with_one_line_as_an_index_that_ca
     assert exit_code == [EXIT_CANNOT_WRITE]
     assert capsys.readouterr().err.strip().splitlines() == [
         f"spanindex: {INDEX}: another build published first (this one started from generation 000002); "
-        f"generation {winner.generation} was not published"]
+        f"generation 000003 was not published"]
+    assert winner.generation == "000004"  # the loser had claimed 000003
     assert _current(bucket) == winner.generation and fsck(INDEX) == []
 
 

@@ -95,17 +95,23 @@ def test_of_two_builds_racing_from_one_current_in_azure_exactly_one_publishes(az
     lost, winner = race(lambda paused: _build(corpus, url, tmp_path / "b", progress=paused),
                         lambda: _build(corpus, url, tmp_path / "a"))
     assert isinstance(lost, PublishRaceError) and str(lost).startswith(f"{url}: another build published first")
-    assert _current(azure) == winner.generation == "000003" and read_current(IndexPaths(tmp_path / "b")) == "000002"
+    # the slow build had claimed 000003: the fast one built 000004
+    assert _current(azure) == winner.generation == "000004" and read_current(IndexPaths(tmp_path / "b")) == "000002"
     assert fsck(url) == []
-    assert _build(corpus, url, tmp_path / "b").generation == _current(azure) == "000004" and fsck(url) == []
+    assert _build(corpus, url, tmp_path / "b").generation == _current(azure) == "000005" and fsck(url) == []
 
-    # If-Match: a CURRENT replaced since the build read it refuses the publish
+    # If-Match: a CURRENT replaced since the build read it refuses the publish, and the write itself
     copy = IndexBucket(url, tmp_path / "a")
     state = copy.state()
     _container(azure).upload_blob("idx/CURRENT", b"000009\n", overwrite=True)
     with pytest.raises(PublishRaceError):
         copy.publish(read_current(IndexPaths(tmp_path / "a")), state)
+    with pytest.raises(FileExistsError):
+        copy._run(copy.objects.put("idx/CURRENT", b"000010\n", state.etag))
     assert _current(azure) == "000009"
+    # a name another build claimed refuses this one before it writes anything
+    with pytest.raises(PublishRaceError, match="another build is writing generation 000005"):
+        copy.claim("000005", state)
 
 
 def test_files_over_the_part_size_are_staged_as_blocks_and_read_back_whole(azure, tmp_path, monkeypatch):

@@ -9,12 +9,14 @@ skips when Ray is not installed.
 
 from __future__ import annotations
 
+import dataclasses
 import shutil
 from pathlib import Path
 
 import numpy as np
 import pytest
 
+import index
 from index.fsck import fsck
 from ingest.build import BuildSettings, build_index
 from ingest.corpus import discover
@@ -23,7 +25,7 @@ from ingest.formats.parse import media_type_of
 from ingest.run.pool import process_in_workers
 from ingest.run.ray_driver import RayExecutor, RaySettings
 from ingest.run.worker import FileJob, WorkerSettings, crashed_result, timed_out_result
-from schemas.errors import ClusterError
+from schemas.errors import ClusterError, IndexWriteError
 from schemas.records import ChunkerSettings, DocStatus, MediaType
 
 import doubles
@@ -150,6 +152,97 @@ def test_a_ray_build_reads_a_bucket_as_a_local_build_reads_the_folder(ray_execut
     before = len(s3.log.requests)
     again = build_index(url, tmp_path / "idx", BuildSettings(), embedder=HashingEmbedder(), executor=ray_executor)
     assert again.unchanged == first.n_files and s3.gets(before) == []
+
+
+def test_ray_writers_upload_their_segments_to_an_index_in_a_bucket_and_the_driver_uploads_its_generation_only(
+        ray_executor, s3, tmp_path, monkeypatch):
+    """Writers on any node upload their segments, shards, texts and sources themselves; the driver's
+    copy never holds a segment; the index is the local build's, and so is its reindex."""
+    from index.fsck import fsck as check
+    from index.reader import local_index
+
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg-cache"))
+    s3.client().create_bucket(Bucket="index-bucket")
+    url, copy = "s3://index-bucket/idx", tmp_path / "driver-copy"
+    corpus = shutil.copytree(SAMPLE_CORPUS, tmp_path / "corpus")
+    with RayExecutor(RaySettings(segment_documents=4)) as executor:  # on the module's running Ray instance
+        first = build_index(corpus, url, BuildSettings(), embedder=HashingEmbedder(), executor=executor,
+                            index_cache=copy)
+        puts = _puts_by_client(s3)
+        segments = live_generation(local_index(url, cache=tmp_path / "whole-1")).manifest.segments
+        assert len(segments) == -(-first.n_files // 4) > 2
+        written = {f"segments/{s.name}/chunks.parquet" for s in segments} | {f"segments/{s.name}/vectors.f32" for s in segments}
+        assert written <= set(puts) and any(k.startswith("ann/") and k.endswith(f"{segments[0].name}.faiss") for k in puts)
+        # the driver wrote its generation's objects, the vector template and CURRENT; the writers everything else
+        assert not list(copy.glob("segments/*")) and not list(copy.glob("ann/*/0*"))
+        assert not (copy / "texts").exists() and not (copy / "sources").exists()
+        build_index(corpus, tmp_path / "local", BuildSettings(workers=1), embedder=HashingEmbedder())
+        assert_same_generation(tmp_path / "whole-1", tmp_path / "local", atol=0)
+        assert check(url) == []
+
+        (corpus / "docs" / "long-policy.md").write_text("# Changed\n\nA paragraph that was not there before.\n")
+        (corpus / "docs" / "release-notes.txt").unlink()
+        again = build_index(corpus, url, BuildSettings(), embedder=HashingEmbedder(), executor=executor,
+                            index_cache=copy)
+    assert (again.changed, again.removed) == (1, 1) and again.chunks_embedded < again.chunks
+    build_index(corpus, tmp_path / "local", BuildSettings(workers=1), embedder=HashingEmbedder())
+    assert_same_generation(local_index(url, cache=tmp_path / "whole-2"), tmp_path / "local", atol=0, same_files=False)
+    # the driver read what it needed of the live segments from the bucket: never a segment's vectors or chunks whole
+    assert not list(copy.glob("segments/*/*")) and not list(copy.glob("cache/whole/segments/*/chunks.parquet"))
+    assert check(url) == []
+
+    # Another vector index than the writers could foresee (an inverted file, trained at the end): the
+    # driver writes every new segment's shard itself, from their vectors in the bucket.
+    (corpus / "docs" / "getting-started.md").write_text("# Getting started\n\nA new first step.\n")
+    ivf = BuildSettings(faiss_factory="IVF4,Flat")
+    with RayExecutor(RaySettings(segment_documents=4)) as executor:
+        third = build_index(corpus, url, ivf, embedder=HashingEmbedder(), executor=executor, index_cache=copy)
+    assert third.ann_reason and third.ann_factory == "IVF4,Flat"
+    build_index(corpus, tmp_path / "local", dataclasses.replace(ivf, workers=1), embedder=HashingEmbedder())
+    assert_same_generation(local_index(url, cache=tmp_path / "whole-3"), tmp_path / "local", atol=0, same_files=False)
+    from_bucket, local = index.open(url, embedder=HashingEmbedder()), index.open(tmp_path / "local", embedder=HashingEmbedder())
+    for query in ("refund policy", "overage price per API call", "getting started"):
+        assert [(h.chunk_id, h.score) for h in from_bucket.search(query, k=5, mode="dense")] == \
+            [(h.chunk_id, h.score) for h in local.search(query, k=5, mode="dense")]
+    assert check(url) == []
+
+
+@pytest.mark.hostile("a Ray build into a bucket whose store fails while its writers upload", "CLI error")
+def test_a_ray_build_whose_writers_uploads_fail_leaves_current_as_it_was_and_the_next_build_removes_their_objects(
+        ray_executor, s3, tmp_path, monkeypatch):
+    from index.fsck import fsck as check
+
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg-cache"))
+    monkeypatch.setenv("AWS_MAX_ATTEMPTS", "2")  # the driver's retries, kept short
+    s3.client().create_bucket(Bucket="index-bucket")
+    url = "s3://index-bucket/idx"
+    corpus = shutil.copytree(SAMPLE_CORPUS, tmp_path / "corpus")
+    with RayExecutor(RaySettings(segment_documents=4)) as executor:
+        first = build_index(corpus, url, BuildSettings(), embedder=HashingEmbedder(), executor=executor)
+        (corpus / "docs" / "long-policy.md").write_text("# Changed\n\nNew text.\n")
+        s3.log.failing, s3.log.writes_before_failing = "writes", 2  # the claim and one more land, then every PUT fails
+        with pytest.raises(IndexWriteError) as failed:
+            build_index(corpus, url, BuildSettings(), embedder=HashingEmbedder(), executor=executor)
+        assert "\n" not in str(failed.value) and str(failed.value).startswith(f"cannot write the index {url}")
+        s3.log.failing = ""
+        assert _current(s3) == first.generation and check(url) == []
+        debris = {k for k in _keys(s3) if "/" in k and k.split("/")[1].startswith("000002")}
+        assert debris, "the failed build claimed its name and uploaded something"
+        again = build_index(corpus, url, BuildSettings(), embedder=HashingEmbedder(), executor=executor)
+    assert again.generation == "000003" == _current(s3) and not debris & _keys(s3) and check(url) == []
+
+
+def _keys(s3) -> set[str]:
+    listed = s3.client().list_objects_v2(Bucket="index-bucket", Prefix="idx/").get("Contents", [])
+    return {o["Key"].removeprefix("idx/") for o in listed}
+
+
+def _current(s3) -> str:
+    return s3.client().get_object(Bucket="index-bucket", Key="idx/CURRENT")["Body"].read().decode().strip()
+
+
+def _puts_by_client(s3) -> list[str]:
+    return [r.path.split("/idx/", 1)[1] for r in s3.log.requests if r.method == "PUT" and "/idx/" in r.path]
 
 
 def _vector_ids(index_dir: Path) -> dict[str, int]:
