@@ -236,15 +236,15 @@ def _build_locked(corpus, paths, settings, model, executor, embedder, ocr_skippe
             _give_back_space(paths, settings)
         raise
     report.warnings.extend(manifest.warnings)
+    if bucket:  # first: what the retiring generations alone held is read from the copy's manifests of them
+        try:
+            bucket[0].collect_garbage(bucket[1], settings.keep_generations, settings.keep_texts)
+        except OSError as exc:
+            report.warnings.append(f"old generations not removed from {bucket[0].url}: {exc.strerror or exc}")
     try:
         retire_generations(paths, keep=settings.keep_generations, keep_texts=settings.keep_texts)
     except OSError as exc:  # published: the next build retires what this one could not
         report.warnings.append(f"old generations not retired: {exc.strerror or exc}")
-    if bucket:
-        try:
-            bucket[0].collect_garbage(bucket[1])
-        except OSError as exc:
-            report.warnings.append(f"old generations not removed from {bucket[0].url}: {exc.strerror or exc}")
     return report
 
 

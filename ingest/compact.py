@@ -46,7 +46,7 @@ def compact_index(index_dir: str | Path, *, keep_generations: int = 3, wait_for_
     paths = bucket.paths if bucket else IndexPaths(Path(index_dir))
     with writing_index(paths), BuildLock(paths.lock, wait=wait_for_lock):
         remove_debris(paths)
-        found = bucket.bring_up_to_date(every_generation=True) if bucket else None
+        found = bucket.bring_up_to_date(every_generation=True, sweep=True) if bucket else None
         live_name = read_current(paths)
         if live_name is None:
             raise IndexFormatError(f"{paths.root}: no index here (no CURRENT); run `spanindex build` first")
@@ -76,10 +76,10 @@ def compact_index(index_dir: str | Path, *, keep_generations: int = 3, wait_for_
         except BaseException:
             shutil.rmtree(generation_tmp, ignore_errors=True)
             raise
-        retire_generations(paths, keep=keep_generations, sweep=True)
         if bucket:
             with contextlib.suppress(OSError):  # published: the next build removes what this could not
-                bucket.collect_garbage(found)
+                bucket.collect_garbage(found, keep_generations)
+        retire_generations(paths, keep=keep_generations, sweep=True)
     dropped = sum(r.n_deleted for r in m.segments)
     return CompactReport(name, len(m.segments), 1, dropped, time.perf_counter() - started)
 

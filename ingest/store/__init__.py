@@ -24,7 +24,7 @@ __getattr__, __dir__, __all__ = lazy_loader.attach(__name__, submod_attrs={
                 "write_lexical"],
     "lock": ["BuildLock"],
     "publish": ["fsync_dir", "publish", "write_failure", "write_once"],
-    "retention": ["collect_garbage", "remove_unreferenced_segments", "retire_generations"],
+    "retention": ["collect_garbage", "remove_unreferenced_segments", "retire_generations", "retired_files", "retirement"],
     "previous": ["PublishedGeneration"],
     "reuse": ["LiveGeneration", "KnownVectors"],
     "segments": ["carried_rows", "masked_document", "masked_refs", "merge_segments", "plan_merge", "write_merged"],

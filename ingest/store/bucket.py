@@ -36,11 +36,13 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import pyarrow as pa
+
 from ingest.corpus import scrubbed, shown, store_failure, store_of
 from ingest.store.objects import md5_hex, objects_of
 from ingest.store.previous import PublishedGeneration
 from ingest.store.publish import publish
-from ingest.store.retention import remove_unreferenced_segments
+from ingest.store.retention import remove_unreferenced_segments, retired_files, retirement
 from schemas.errors import CorpusError, IndexFormatError, IndexWriteError, PublishRaceError, SpanindexError
 from ingest.store.ranged import CACHE_FOLDER, DEFAULT_CACHE_BYTES, BucketFiles, CopyFiles
 from schemas.layout import (
@@ -55,6 +57,8 @@ from schemas.layout import (
     version_hex,
 )
 from schemas.manifest import ann_params, read_manifest
+from schemas.segments import open_segments
+from schemas.tables import SCHEMAS
 
 # Requests in flight at once while objects are fetched, uploaded or removed.
 CONCURRENCY = 16
@@ -64,6 +68,10 @@ PART_BYTES = 16 << 20
 # Objects a build writes: generations/, segments/ and ann/ are named by the generation that wrote them,
 # so a second build writing the same name lost a race; texts/ and sources/ are named by their contents.
 CONTENT_ADDRESSED = ("texts", "sources")
+# What a build lists: a few objects a segment and a generation. Texts and sources, one or more a document,
+# are never listed by a build: it uploads those of the documents it wrote, and removes those of the
+# documents its retired generations alone held, by name (a compaction lists them all, and sweeps).
+BUILD_LISTS = ("generations", "segments", "ann")
 READER_FOLDER = "reader"  # a reader's folder in the local copy: its generation's manifest and deletions, its cache
 
 
@@ -85,6 +93,7 @@ class BucketState:
     live: str | None
     etag: str | None
     objects: dict[str, int] = field(default_factory=dict)  # key relative to the prefix -> bytes
+    folders: tuple[str, ...] | None = None  # the folders listed (None: every object under the prefix)
 
     def generations(self) -> list[str]:
         """Every published generation the bucket holds (the live one and older; not a claim that never published)."""
@@ -133,25 +142,37 @@ class IndexBucket:
 
     # -- bringing the local copy up to the bucket's live generation
 
-    def state(self, unless_etag: str | None = None) -> BucketState:
-        """CURRENT (read first: the listing after it holds every object it names), then the listing;
-        none when CURRENT's ETag is ``unless_etag`` (nothing was published since)."""
+    def state(self, unless_etag: str | None = None, folders: tuple[str, ...] | None = None) -> BucketState:
+        """CURRENT (read first: the listing after it holds every object it names), then the listing
+        (of ``folders`` only, where given); none when CURRENT's ETag is ``unless_etag`` (nothing was
+        published since)."""
         try:
             live, etag = self._run(self._read_current())
             if unless_etag is not None and etag == unless_etag:
                 return BucketState(live, etag)
-            objects = dict(self.objects.sizes(self.prefix))
+            objects = dict(self._listing(folders))
         except Exception as exc:  # noqa: BLE001 — each driver raises its own types
             raise self._failure(exc, "reading") from None
-        return BucketState(live, etag, objects)
+        return BucketState(live, etag, objects, folders)
 
-    def bring_up_to_date(self, *, every_generation: bool = False, unless_etag: str | None = None) -> BucketState:
+    def _listing(self, folders: tuple[str, ...] | None):
+        if folders is None:
+            yield from self.objects.sizes(self.prefix)
+            return
+        for folder in folders:
+            for relative, size in self.objects.sizes(self._key(folder)):
+                yield f"{folder}/{relative}", size
+
+    def bring_up_to_date(self, *, every_generation: bool = False, unless_etag: str | None = None,
+                         sweep: bool = False) -> BucketState:
         """Fetch what the local copy lacks of the live generation, then make it the copy's live
         generation. ``every_generation``: a build's copy, which holds the manifests and deletions
         of every generation the bucket holds (it retires them) and reads the rest from the bucket
-        as it needs it (``self.paths.files``). ``unless_etag``: CURRENT's ETag when the copy was
-        last brought up to date; while it is the same, one request and nothing more."""
-        state = self.state(unless_etag)
+        as it needs it (``self.paths.files``); its listing is of ``BUILD_LISTS`` only, unless it
+        will ``sweep`` the texts and sources no kept generation reads (a compaction's).
+        ``unless_etag``: CURRENT's ETag when the copy was last brought up to date; while it is the
+        same, one request and nothing more."""
+        state = self.state(unless_etag, BUILD_LISTS if every_generation and not sweep else None)
         if unless_etag is not None and state.etag == unless_etag:
             return state
         self.listed.clear()
@@ -302,9 +323,11 @@ class IndexBucket:
         if etag != started.etag:
             raise self._lost(name, started)
         self.claim(name, started)
-        wanted = references(self.paths, [name])
+        # its generation, segments and shards the bucket lacks; the texts and sources of the documents it wrote here
+        wanted, written = references(self.paths, [name], files_of=[]), _written_contents(self.paths, name)
         local = [path.relative_to(self.paths.root).as_posix() for path in _files(self.paths.root)]
-        new = [key for key in local if wanted(key) and started.objects.get(key) != (self.paths.root / key).stat().st_size]
+        new = [key for key in local if (wanted(key) or written(key))
+               and started.objects.get(key) != (self.paths.root / key).stat().st_size]
         # Everything the generation reads, then its deletions, its manifest last of all.
         manifest = f"generations/{name}/{MANIFEST}"
         for group in (lambda k: not k.startswith("generations/"),
@@ -382,16 +405,26 @@ class IndexBucket:
 
     # -- after publishing
 
-    def collect_garbage(self, started: BucketState) -> int:
-        """Remove the objects the build found in the bucket that no generation the local copy kept
-        references: retired generations and what only they read, a failed build's debris. Objects
-        written since the build listed the bucket (another build's, in flight) are not touched.
-        The number removed."""
+    def collect_garbage(self, started: BucketState, keep: int, keep_texts: bool = False) -> int:
+        """After publishing, before the copy retires its generations (``retire_generations``, with the
+        same ``keep``): remove from the bucket the objects the build listed that no kept generation
+        references (retired generations, their segments and shards, a failed build's debris), and the
+        texts and sources of the documents the retired generations alone held, by name (unless
+        ``keep_texts``; a listing of every object also removes those that nothing references). Objects
+        written since the build listed the bucket (another build's, in flight) are not touched. The
+        number of keys removed."""
         try:
-            kept = sorted(p.name for p in self.paths.generations.iterdir() if p.name.isdigit())
-            wanted = references(self.paths, kept)
-            unwanted = sorted(k for k in started.objects if k not in (CURRENT, LOCK) and not wanted(k))
-            self._run(self.objects.remove([self._key(k) for k in unwanted]))
+            retired, kept = retirement(self.paths, keep)
+            swept = started.folders is None and not keep_texts
+            wanted = references(self.paths, kept, files_of=None if swept else [])
+            unwanted = {k for k in started.objects if k not in (CURRENT, LOCK) and not k.startswith(CONTENT_ADDRESSED)
+                        and not wanted(k)}
+            if swept:
+                unwanted.update(k for k in started.objects if k.startswith(CONTENT_ADDRESSED) and not wanted(k))
+            elif retired and not keep_texts:
+                unwanted.update(path.relative_to(self.paths.root).as_posix()
+                                for path in retired_files(self.paths, retired, kept))
+            self._run(self.objects.remove([self._key(k) for k in sorted(unwanted)]))
         except Exception as exc:  # noqa: BLE001 — published: the next build removes what this one could not
             raise OSError(scrubbed(store_failure(exc, "removing"))) from None
         return len(unwanted)
@@ -406,6 +439,32 @@ class IndexBucket:
         return sync(self.fs.loop, awaited)
 
 
+def _written_contents(paths: IndexPaths, name: str) -> Callable[[str], bool]:
+    """Whether a key is a text or source of a document that generation ``name``'s build wrote in
+    this copy (the documents of its own segments here; a merge's hold documents written before)."""
+    manifest = read_manifest(paths.generation(name))
+    written = [ref for ref in manifest.segments if _generation_of(f"segments/{ref.name}/") == name
+               and not ref.name.endswith("-merged") and paths.segment(ref.name).is_dir()]
+    documents = open_segments(paths.segments, written, manifest.model_dim, {}).table(
+        "documents", ["doc_version", "source_sha256"])
+    return _contents(documents)
+
+
+def _contents(documents) -> Callable[[str], bool]:
+    """Whether a key is the text or a source (any variant) of one of ``documents``."""
+    texts = {version_hex(v) for v in documents.column("doc_version").to_pylist() if v}
+    sources = {s for s in documents.column("source_sha256").to_pylist() if s}
+
+    def wanted(key: str) -> bool:
+        parts = key.split("/")
+        if len(parts) != 2 or parts[1].startswith("."):
+            return False
+        stem = parts[1].split(".", 1)[0]
+        return stem in texts if parts[0] == "texts" else parts[0] == "sources" and stem in sources
+
+    return wanted
+
+
 def references(paths: IndexPaths, names: list[str], files_of: list[str] | None = None) -> Callable[[str], bool]:
     """Whether a key (relative to the index) is a file the generations ``names`` read: their own
     files, their segments', their vector shards, and the texts and sources of the live documents of
@@ -416,12 +475,9 @@ def references(paths: IndexPaths, names: list[str], files_of: list[str] | None =
         manifest = read_manifest(paths.generation(name))
         segments.update(ref.name for ref in manifest.segments)
         templates.add(ann_params(manifest).template)
-    texts: set[str] = set()
-    sources: set[str] = set()
-    for name in names if files_of is None else files_of:
-        documents = PublishedGeneration(paths, name).table("documents", ["doc_version", "source_sha256"])
-        texts.update(version_hex(v) for v in documents.column("doc_version").to_pylist() if v)
-        sources.update(s for s in documents.column("source_sha256").to_pylist() if s)
+    columns = ["doc_version", "source_sha256"]
+    tables = [PublishedGeneration(paths, name).table("documents", columns) for name in (names if files_of is None else files_of)]
+    contents = _contents(pa.concat_tables(tables) if tables else SCHEMAS["documents"].empty_table().select(columns))
 
     def wanted(key: str) -> bool:
         parts = key.split("/")
@@ -434,11 +490,7 @@ def references(paths: IndexPaths, names: list[str], files_of: list[str] | None =
             return first in segments
         if folder == "ann":  # ann/<template>/template.* and ann/<template>/<segment>.*
             return len(parts) == 3 and first in templates and (last == "template" or last in segments)
-        if folder == "texts":
-            return len(parts) == 2 and last in texts
-        if folder == "sources":
-            return len(parts) == 2 and last in sources
-        return False
+        return contents(key)
 
     return wanted
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import posixpath
 import shutil
+from pathlib import Path
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -25,17 +26,22 @@ def retire_generations(paths: IndexPaths, *, keep: int = 3, keep_texts: bool = F
     """Remove all but the newest ``keep`` generations (the live one always stays), and the texts
     and sources only they referenced. ``sweep``: every file of texts/ and sources/ that no kept
     generation references goes (a listing of both folders: a compaction's, not each build's)."""
-    live = read_current(paths)
-    names = sorted(p.name for p in paths.generations.iterdir() if p.name.isdigit())
-    kept = set(names[-max(keep, 1) :]) | ({live} if live else set())
-    retired = [n for n in names if n not in kept]
-    swept = sweep or (retired and not keep_texts and not _remove_retired_files(paths, retired, sorted(kept)))
+    retired, kept = retirement(paths, keep)
+    swept = sweep or (retired and not keep_texts and not _remove_retired_files(paths, retired, kept))
     for name in retired:
         shutil.rmtree(paths.generation(name), ignore_errors=True)
     remove_unreferenced_segments(paths)
     if swept:
         _collect_garbage(paths, sorted(kept), keep_texts)
     return retired
+
+
+def retirement(paths: IndexPaths, keep: int) -> tuple[list[str], list[str]]:
+    """(the generations ``retire_generations`` retires, those it keeps): all but the newest ``keep``, the live one kept."""
+    live = read_current(paths)
+    names = sorted(p.name for p in paths.generations.iterdir() if p.name.isdigit())
+    kept = set(names[-max(keep, 1) :]) | ({live} if live else set())
+    return [n for n in names if n not in kept], sorted(kept)
 
 
 def remove_unreferenced_segments(paths: IndexPaths) -> list[str]:
@@ -88,26 +94,33 @@ def _remove_retired_files(paths: IndexPaths, retired: list[str], kept: list[str]
     kept one does, by name, without listing the folders (at 100,000 documents a listing cost each
     build 2.9 s). False when a generation cannot be read: the caller sweeps instead."""
     try:
-        gone = _referenced(paths, retired)
-        still = _referenced(paths, kept)
+        gone = retired_files(paths, retired, kept)
     except IndexFormatError:
         return False
+    for path in gone:
+        path.unlink(missing_ok=True)
+    return True
+
+
+def retired_files(paths: IndexPaths, retired: list[str], kept: list[str]) -> list[Path]:
+    """Where the texts and sources of the documents that the retired generations hold and no kept
+    one does are, by name (some of the names, each source's variants, may name no file);
+    ``IndexFormatError`` when a generation cannot be read."""
+    gone = _referenced(paths, retired)
+    still = _referenced(paths, kept)
     texts = gone.filter(pc.invert(pc.is_in(gone.column("doc_version"), still.column("doc_version"))))
-    for version in pc.unique(texts.column("doc_version")).to_pylist():
-        if version:
-            paths.text(version).unlink(missing_ok=True)
+    files = [paths.text(version) for version in pc.unique(texts.column("doc_version")).to_pylist() if version]
     sources = gone.filter(pc.invert(pc.is_in(gone.column("source_sha256"), still.column("source_sha256"))))
     engines = {read_manifest(paths.generation(name)).office_layout for name in retired}
-    for doc_id, sha in set(zip(sources.column("doc_id").to_pylist(), sources.column("source_sha256").to_pylist())):
+    for doc_id, sha in sorted(set(zip(sources.column("doc_id").to_pylist(), sources.column("source_sha256").to_pylist()))):
         if not sha:
             continue
         suffix = posixpath.splitext(doc_id)[1]
         converted = converted_suffix(suffix)
-        for path in [paths.source(sha, suffix), paths.decoded_source(sha), paths.decrypted_source(sha),
-                     *([paths.converted_source(sha, converted)] if converted else []),
-                     *(paths.rendered_source(sha, engine) for engine in engines if engine)]:
-            path.unlink(missing_ok=True)
-    return True
+        files += [paths.source(sha, suffix), paths.decoded_source(sha), paths.decrypted_source(sha),
+                  *([paths.converted_source(sha, converted)] if converted else []),
+                  *(paths.rendered_source(sha, engine) for engine in sorted(engines) if engine)]
+    return files
 
 
 def _referenced(paths: IndexPaths, names: list[str]) -> pa.Table:

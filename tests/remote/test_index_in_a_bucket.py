@@ -174,6 +174,45 @@ def _sizes(s3) -> dict[str, int]:
     return {o["Key"]: o["Size"] for o in listed}
 
 
+def test_a_build_lists_generations_segments_and_shards_only_and_texts_go_by_name_or_with_a_compaction(bucket, tmp_path):
+    """Texts and sources (one or more a document) are never listed by a build: it uploads those of the
+    documents it wrote and removes those its retired generations alone held, by name; --keep-texts
+    keeps them; a compaction lists everything and sweeps what no kept generation reads."""
+    from urllib.parse import parse_qs
+
+    from ingest.compact import compact_index
+
+    corpus = shutil.copytree(SAMPLE_CORPUS / "docs", tmp_path / "corpus")
+    page = corpus / "getting-started.md"
+    first = _build(corpus, INDEX, tmp_path / "copy", keep_generations=1, keep_texts=True)
+    first_text = f"texts/{_text_of(tmp_path / 'copy', first.generation, 'getting-started.md')}.txt"
+    page.write_text("# Getting started\n\nVersion two.\n")
+    before = len(bucket.log.requests)
+    second = _build(corpus, INDEX, tmp_path / "copy", keep_generations=1, keep_texts=True)
+    listed = [parse_qs(r.query)["prefix"][0] for r in bucket.log.requests[before:] if "list-type" in r.query]
+    assert sorted(listed) == ["idx/ann/", "idx/generations/", "idx/segments/"]
+    assert first_text in _keys(bucket)  # --keep-texts: generation 1 retired, its text kept
+    second_text = f"texts/{_text_of(tmp_path / 'copy', second.generation, 'getting-started.md')}.txt"
+    page.write_text("# Getting started\n\nVersion three.\n")
+    _build(corpus, INDEX, tmp_path / "copy", keep_generations=1)
+    keys = _keys(bucket)
+    assert second_text not in keys and first_text in keys  # by name: the text of the generation retired now
+    compact_index(INDEX, keep_generations=1, index_cache=tmp_path / "copy")
+    keys = _keys(bucket)
+    assert first_text not in keys  # the sweep
+    copy = IndexPaths(tmp_path / "copy")
+    kept = references(IndexBucket(INDEX, copy.root).paths, [read_current(copy)])
+    assert {k for k in keys if not kept(k)} == {"CURRENT"} and fsck(INDEX) == []
+
+
+def _text_of(copy: Path, generation: str, doc_id: str) -> str:
+    from schemas.layout import version_hex
+    from ingest.store.previous import PublishedGeneration
+
+    documents = PublishedGeneration(IndexPaths(copy), generation).table("documents", ["doc_id", "doc_version"])
+    return version_hex(documents.column("doc_version")[documents.column("doc_id").to_pylist().index(doc_id)].as_py())
+
+
 @pytest.mark.hostile("two builds publishing to one index in a bucket from the same CURRENT", "CLI error")
 def test_of_two_builds_racing_from_one_current_exactly_one_publishes(bucket, tmp_path):
     corpus = shutil.copytree(SAMPLE_CORPUS / "docs", tmp_path / "corpus")
