@@ -40,7 +40,7 @@ from ingest.store import fsync_dir, publish, write_failure
 from ingest.store import collect_garbage, remove_unreferenced_segments, retire_generations
 from ingest.store import LiveGeneration
 from ingest.store import BucketState, IndexBucket
-from ingest.store import carried_rows, masked_refs, plan_merge, write_merged
+from ingest.store import carried_rows, masked_refs, plan_merge
 from ingest.user_metadata import NO_METADATA, user_metadata
 from ingest.run import DocResult, FileJob, SegmentSink, SegmentTarget, WorkerSettings, mtimes_trusted_before, stat_unchanged
 from ingest.store import deleted_table, system_memory_pool, write_generation
@@ -409,7 +409,9 @@ def _write_generation(corpus, paths, settings, model, executor, embedder, live, 
     final = open_segments(paths.segments, refs, embedder.dim, masked, paths.files)
     to_merge = plan_merge(refs, everything=settings.merge_all)
     if to_merge:
-        merged = write_merged(paths, final, to_merge, report.generation, next_id, embedder.model_id, embedder.dim)
+        merged, uploaded = sink.merge(final, to_merge, next_id)
+        if bucket:
+            bucket.learn(uploaded)
         next_id += merged.n_vectors
         report.merged = len(to_merge)
         refs = [r for r in refs if r.name not in to_merge] + [merged]

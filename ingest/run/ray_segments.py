@@ -36,12 +36,13 @@ from ingest.run.segment_sink import (
     SegmentFeed,
     SegmentTarget,
     SinkReport,
+    merged_here,
     segment_folder,
 )
 from ingest.run.worker import DocResult, DocRows, store_document
 from schemas.errors import ClusterError, IndexWriteError, SpanindexError
 from schemas.layout import IndexPaths
-from schemas.records import DocumentRecord
+from schemas.records import DocumentRecord, SegmentRef
 
 CALLS_AHEAD = 64  # documents sent to writers and not yet written: what the object store holds for them
 
@@ -104,6 +105,30 @@ class SegmentWriterActor:
             shutil.rmtree(self.scratch, ignore_errors=True)
 
 
+def merge_on_a_node(target: SegmentTarget, merging: list[SegmentRef], masked, vector_base: int,
+                    expected_code: str) -> tuple[SegmentRef, dict[str, int]]:
+    """A Ray task's merge of segments of an index in a bucket: read from the bucket by ranges into a
+    folder of its own, written there with its shard, uploaded, the folder removed. (Its ref, what it uploaded.)"""
+    from ingest.store import IndexBucket, write_merged, write_shard
+    from schemas.segments import open_segments
+
+    check_code(expected_code)
+    scratch = Path(tempfile.mkdtemp(prefix=f"spanindex-merge-{target.generation}-"))
+    try:
+        bucket = IndexBucket(target.bucket_url, scratch, error=IndexWriteError)
+        paths = bucket.paths
+        live = open_segments(paths.segments, merging, target.dim, masked, paths.files)
+        ref = write_merged(paths, live, [r.name for r in merging], target.generation, vector_base,
+                           target.model_id, target.dim)
+        if target.shard_template is not None:
+            write_shard(paths, *target.shard_template, open_segments(paths.segments, [ref], target.dim, {}).segments[0])
+        keys = [path.relative_to(scratch).as_posix() for folder in ("segments", "ann")
+                for path in sorted((scratch / folder).rglob("*")) if path.is_file()]
+        return ref, bucket.upload_written(target.generation, keys)
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+
+
 class RaySegmentSink:
     """The driver's side: routes documents to writer actors, a run of files each, and gathers their segments."""
 
@@ -119,8 +144,9 @@ class RaySegmentSink:
         self.next_vector_id = target.first_vector_id
         options = dict(num_cpus=0, max_restarts=0)
         location = store_location()
-        if target.bucket_url and location:  # where the index's URL points, as the driver sees it (never a credential)
-            options["runtime_env"] = {"env_vars": location}
+        # where the index's URL points, as the driver sees it (never a credential)
+        self._runtime = {"runtime_env": {"env_vars": location}} if target.bucket_url and location else {}
+        options.update(self._runtime)
         if node_id is not None:  # the index folder is the driver's node's: writers run there
             from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
@@ -180,6 +206,16 @@ class RaySegmentSink:
         self._writers = []
         return report
 
+    def merge(self, live, names: list[str], vector_base: int) -> tuple[SegmentRef, dict[str, int]]:
+        """Where the index is a folder, by the driver into it; for an index in a bucket, by a task on
+        any node that reads the segments from the bucket and uploads the merged one (and its shard)."""
+        if not self.target.bucket_url:
+            return merged_here(self.target, live, names, vector_base)
+        merging = [s.ref for s in live.segments if s.name in names]
+        masked = {name: docs for name, docs in live.deleted.items() if name in names}
+        task = self._ray.remote(num_cpus=1, max_retries=0, **self._runtime)(merge_on_a_node)
+        return self._get(task.remote(self._shipped, merging, masked, vector_base, code_fingerprint()))
+
     def abort(self) -> None:
         for writer in self._writers:  # a writer's folder is debris the next build removes, if not now
             try:
@@ -221,3 +257,6 @@ class DriverSegmentSink:
 
     def abort(self) -> None:
         self.local.abort()
+
+    def merge(self, live, names: list[str], vector_base: int) -> tuple[SegmentRef, dict[str, int]]:
+        return self.local.merge(live, names, vector_base)

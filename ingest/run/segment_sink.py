@@ -88,6 +88,19 @@ class SegmentSink(Protocol):
         """Nothing this sink began is left but debris the next build removes."""
         ...
 
+    def merge(self, live, names: list[str], vector_base: int) -> tuple[SegmentRef, dict[str, int]]:
+        """After ``finish``: the segments ``names`` of ``live`` (``schemas.segments.LiveSegments``)
+        merged into one, ``<generation>-merged``, its vector ids from ``vector_base``; (its ref,
+        the objects uploaded to the index's bucket where it was written elsewhere)."""
+        ...
+
+
+def merged_here(target: SegmentTarget, live, names: list[str], vector_base: int) -> tuple[SegmentRef, dict[str, int]]:
+    """A merge written into the index folder (or its copy) by this process."""
+    from ingest.store import write_merged
+
+    return write_merged(target.paths, live, names, target.generation, vector_base, target.model_id, target.dim), {}
+
 
 class SegmentFeed:
     """One segment being written into a folder no reader looks at: rows in, vector ids given,
@@ -187,6 +200,9 @@ class LocalSegmentSink:
 
     def abort(self) -> None:
         self.feed.abort()
+
+    def merge(self, live, names: list[str], vector_base: int) -> tuple[SegmentRef, dict[str, int]]:
+        return merged_here(self.feed.target, live, names, vector_base)
 
 
 class KnownVectorStore:

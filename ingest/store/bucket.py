@@ -20,8 +20,9 @@ chain, retries and error lines), in the store's own dialect of conditional write
 reads (``ingest.store.objects``).
 
 Known gap: a text or source that only a retiring generation references is removed after a publish;
-a build that listed the bucket in the seconds between that publish and the removal, and whose new
-generation references that very file again (a document back at an old version), skips uploading it.
+a build running meanwhile whose new generation references that very file again (a document back at
+an old version) and found it still there when it uploaded (``If-None-Match`` refused) publishes
+without it.
 """
 from __future__ import annotations
 

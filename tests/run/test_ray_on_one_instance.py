@@ -207,6 +207,30 @@ def test_ray_writers_upload_their_segments_to_an_index_in_a_bucket_and_the_drive
     assert check(url) == []
 
 
+def test_a_ray_build_into_a_bucket_merges_on_a_node_and_the_driver_never_holds_a_segment(ray_executor, s3, tmp_path,
+                                                                                         monkeypatch):
+    """Writers of 2 files each make 8 segments of one tier: the build merges them, in a task that reads
+    them from the bucket and uploads the merged segment and its shard."""
+    from index.fsck import fsck as check
+    from index.reader import local_index
+
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg-cache"))
+    s3.client().create_bucket(Bucket="index-bucket")
+    url, copy = "s3://index-bucket/idx", tmp_path / "driver-copy"
+    corpus = shutil.copytree(SAMPLE_CORPUS, tmp_path / "corpus")
+    with RayExecutor(RaySettings(segment_documents=2)) as executor:
+        report = build_index(corpus, url, BuildSettings(), embedder=HashingEmbedder(), executor=executor,
+                             index_cache=copy)
+    assert report.merged == -(-report.n_files // 2) >= 8 and report.segments == 1
+    merged = f"{report.generation}-merged"
+    assert live_generation(local_index(url, cache=tmp_path / "whole")).manifest.segments[0].name == merged
+    assert not list(copy.glob("segments/*")) and not list(copy.glob("ann/*/0*"))  # neither the merge nor its shard
+    assert f"segments/{merged}/chunks.parquet" in _keys(s3)
+    build_index(corpus, tmp_path / "local", BuildSettings(workers=1), embedder=HashingEmbedder())
+    assert_same_generation(tmp_path / "whole", tmp_path / "local", atol=0, same_files=False)
+    assert check(url) == []
+
+
 @pytest.mark.hostile("a Ray build into a bucket whose store fails while its writers upload", "CLI error")
 def test_a_ray_build_whose_writers_uploads_fail_leaves_current_as_it_was_and_the_next_build_removes_their_objects(
         ray_executor, s3, tmp_path, monkeypatch):
