@@ -87,17 +87,10 @@ class SegmentWriterActor:
 
     def _upload(self, report: SinkReport) -> dict[str, int]:
         """The segment, its shard and its documents' texts and sources, uploaded to the index's bucket."""
-        from ingest.store import IndexBucket, write_shard
-        from schemas.segments import open_segments
+        from ingest.store import IndexBucket
 
-        paths, target = self.target.paths, self.target
-        if report.segments and target.shard_template is not None:
-            segment = open_segments(paths.segments, report.segments, target.dim, {}).segments[0]
-            write_shard(paths, *target.shard_template, segment)
-        keys = [path.relative_to(self.scratch).as_posix() for folder in ("segments", "ann", "texts", "sources")
-                for path in sorted((self.scratch / folder).rglob("*")) if path.is_file()]
-        bucket = IndexBucket(target.bucket_url, self.scratch, error=IndexWriteError)
-        return bucket.upload_written(target.generation, keys)
+        bucket = IndexBucket(self.target.bucket_url, self.scratch, error=IndexWriteError)
+        return _uploaded(bucket, self.target, report.segments[0] if report.segments else None, ("texts", "sources"))
 
     def abort(self) -> None:
         self.feed.abort()
@@ -109,7 +102,7 @@ def merge_on_a_node(target: SegmentTarget, merging: list[SegmentRef], masked, ve
                     expected_code: str) -> tuple[SegmentRef, dict[str, int]]:
     """A Ray task's merge of segments of an index in a bucket: read from the bucket by ranges into a
     folder of its own, written there with its shard, uploaded, the folder removed. (Its ref, what it uploaded.)"""
-    from ingest.store import IndexBucket, write_merged, write_shard
+    from ingest.store import IndexBucket, write_merged
     from schemas.segments import open_segments
 
     check_code(expected_code)
@@ -120,13 +113,23 @@ def merge_on_a_node(target: SegmentTarget, merging: list[SegmentRef], masked, ve
         live = open_segments(paths.segments, merging, target.dim, masked, paths.files)
         ref = write_merged(paths, live, [r.name for r in merging], target.generation, vector_base,
                            target.model_id, target.dim)
-        if target.shard_template is not None:
-            write_shard(paths, *target.shard_template, open_segments(paths.segments, [ref], target.dim, {}).segments[0])
-        keys = [path.relative_to(scratch).as_posix() for folder in ("segments", "ann")
-                for path in sorted((scratch / folder).rglob("*")) if path.is_file()]
-        return ref, bucket.upload_written(target.generation, keys)
+        return ref, _uploaded(bucket, target, ref)
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
+
+
+def _uploaded(bucket, target: SegmentTarget, segment: SegmentRef | None, also: tuple[str, ...] = ()) -> dict[str, int]:
+    """``segment``, written in ``bucket``'s copy (a writer's or a merge's own folder), with its shard of
+    the template the build expects, and the files under the folders ``also``, uploaded: their keys and sizes."""
+    from ingest.store import write_shard
+    from schemas.segments import open_segments
+
+    paths = bucket.paths
+    if segment is not None and target.shard_template is not None:
+        write_shard(paths, *target.shard_template, open_segments(paths.segments, [segment], target.dim, {}).segments[0])
+    keys = [path.relative_to(paths.root).as_posix() for folder in ("segments", "ann", *also)
+            for path in sorted((paths.root / folder).rglob("*")) if path.is_file()]
+    return bucket.upload_written(target.generation, keys)
 
 
 class RaySegmentSink:
