@@ -354,10 +354,11 @@ class _Flight:
 _CLIENT_SERVER_FAILED = ("Starting Ray client server failed", "start_specific_server")
 
 
-def _join(ray, address: str, options: dict, attempts: int = 3, pause_s: float = 2.0) -> None:
+def _join(ray, address: str, options: dict, attempts: int = 5, pause_s: float = 2.0) -> None:
     """``ray.init`` on a running cluster. A Ray Client head starts a server process for each
     driver, and that start fails now and then (slow on a loaded head; on an idle one the new
-    process died at once, forked while the head's gRPC threads ran): that failure is tried again.
+    process died at once, forked while the head's gRPC threads ran; on a head with both cores
+    taken, three tries 2 s and 4 s apart all failed once): that failure is tried again, for 20 s.
 
     >>> class FlakyHead:
     ...     calls = 0
